@@ -1,0 +1,1 @@
+"""Reserve bare metal nodes through the OpenStack Ironic Allocation API."""

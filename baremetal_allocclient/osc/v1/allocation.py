@@ -1,0 +1,588 @@
+"""``baremetal allocation create|list|get|show|delete|set|unset``.
+
+One cliff class per verb, shared by the OpenStackClient plugin and the
+standalone ``baremetal-alloc`` command. Both applications expose the SDK
+client as ``app.client_manager.baremetal_allocation``.
+
+OpenStackClient imports this module on every ``openstack`` run (stevedore
+loads each command class it registers), so it imports only cliff and the
+pure argument parsers at module level; the SDK's exceptions, the column
+registry (which needs the SDK) and the progress reporter are imported when
+a command actually runs.
+
+Exit codes: argparse and the checks in :mod:`.parsing` end the command with
+2 (usage error); any failure while talking to the server raises, which cliff
+reports as one line on stderr (a traceback only with ``--debug``) and turns
+into 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import logging
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from cliff import command, lister, show
+
+from baremetal_allocclient.osc.v1 import parsing
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from baremetal_allocclient import exceptions
+    from baremetal_allocclient.v1 import Allocation, Client
+
+LOG = logging.getLogger(__name__)
+
+
+class CommandFailed(Exception):
+    """The command did not (entirely) succeed; the message says why."""
+
+
+class _Provenance(command.Command):
+    """States where the command comes from, without scanning packages.
+
+    cliff's default epilog looks up the distribution of the command's module
+    with ``importlib.metadata.packages_distributions()``, which reads every
+    installed package's metadata: a large share of a short command's run
+    time. The answer is known here.
+    """
+
+    def get_epilog(self) -> str:
+        parts = [self._epilog or ""]
+        parts.extend(
+            text
+            for hook in self._hooks
+            if hook.obj is not None
+            and (text := hook.obj.get_epilog()) is not None
+        )
+        parts.append("This command is provided by baremetal-allocclient.")
+        return "\n\n".join(p for p in parts if p)
+
+
+def _columns() -> ModuleType:
+    """The column registry; imported late because it imports the SDK."""
+    from baremetal_allocclient.osc.v1 import columns
+
+    return columns
+
+
+def _client(cmd: command.Command) -> Client:
+    manager: Any = getattr(cmd.app, "client_manager")  # noqa: B009
+    client: Client = manager.baremetal_allocation
+    return client
+
+
+def _add_fields_option(parser: argparse.ArgumentParser | Any) -> None:
+    columns = _columns()
+    parser.add_argument(
+        "--fields",
+        nargs="+",
+        action="extend",
+        type=parsing.FieldsType(columns.ALL),
+        metavar="<field>",
+        help=(
+            "Only fetch and show these fields (comma or space separated, "
+            "repeatable): " + ", ".join(columns.ALL) + "."
+        ),
+    )
+
+
+class CreateAllocation(show.ShowOne, _Provenance):
+    """Create allocation(s): reserve node(s) of a resource class."""
+
+    log = logging.getLogger(__name__ + ".CreateAllocation")
+
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
+        parser = super().get_parser(prog_name)
+        self._parser = parser
+        parser.add_argument(
+            "--resource-class",
+            metavar="<resource-class>",
+            type=parsing.non_empty,
+            help="Resource class the node must have (required unless "
+            "--node is given).",
+        )
+        parser.add_argument(
+            "--trait",
+            dest="traits",
+            action="append",
+            default=[],
+            metavar="<trait>",
+            help="Trait the node must have. Repeat for several.",
+        )
+        parser.add_argument(
+            "--candidate-node",
+            dest="candidate_nodes",
+            action="append",
+            default=[],
+            metavar="<node>",
+            help="Only pick among these nodes (name or UUID). Repeat for "
+            "several.",
+        )
+        parser.add_argument(
+            "--name",
+            metavar="<name>",
+            type=parsing.non_empty,
+            help="Unique name of the allocation.",
+        )
+        parser.add_argument(
+            "--uuid", metavar="<uuid>", help="UUID of the allocation."
+        )
+        parser.add_argument(
+            "--owner",
+            metavar="<owner>",
+            help="Project owning the allocation (API 1.60).",
+        )
+        parser.add_argument(
+            "--extra",
+            action="append",
+            type=parsing.key_value,
+            default=[],
+            metavar="<key=value>",
+            help="Arbitrary metadata to record. Repeat for several.",
+        )
+        parser.add_argument(
+            "--node",
+            metavar="<node>",
+            help="Backfill: record an allocation for this already deployed "
+            "node (name or UUID) instead of picking one (API 1.58).",
+        )
+        parser.add_argument(
+            "--count",
+            type=parsing.allocation_count,
+            default=1,
+            metavar="<n>",
+            help="Create this many allocations with the same request "
+            "(default 1, at most 1000). Output then lists all of them.",
+        )
+        parser.add_argument(
+            "--wait",
+            dest="wait_timeout",
+            type=parsing.wait_timeout,
+            nargs="?",
+            const=0.0,
+            default=None,
+            metavar="<timeout>",
+            help="Wait until the allocation(s) leave the 'allocating' "
+            "state; fail (exit code 1) if any ends in 'error'. Optional "
+            "timeout in seconds; 0 (the default) waits without a limit.",
+        )
+        parser.add_argument(
+            "--delete-on-failure",
+            action="store_true",
+            help="With --wait: if any allocation fails or the wait times "
+            "out, delete every allocation this command created.",
+        )
+        return parser
+
+    def take_action(
+        self, parsed_args: argparse.Namespace
+    ) -> tuple[Sequence[str], Any]:
+        problem = parsing.create_arguments_problem(
+            resource_class=parsed_args.resource_class,
+            node=parsed_args.node,
+            count=parsed_args.count,
+            name=parsed_args.name,
+            uuid=parsed_args.uuid,
+            output_format=getattr(parsed_args, "formatter", None),
+        )
+        if problem:
+            self._parser.error(problem)
+        from baremetal_allocclient import exceptions
+
+        client = _client(self)
+        created: list[Allocation] = []
+        try:
+            for _ in range(parsed_args.count):
+                created.append(
+                    client.create_allocation(
+                        parsed_args.resource_class,
+                        traits=parsed_args.traits,
+                        candidate_nodes=parsed_args.candidate_nodes,
+                        name=parsed_args.name,
+                        uuid=parsed_args.uuid,
+                        extra=parsing.merge_key_values(parsed_args.extra)
+                        or None,
+                        node=parsed_args.node,
+                        owner=parsed_args.owner,
+                    )
+                )
+            if parsed_args.wait_timeout is not None:
+                created = self._wait(client, created, parsed_args)
+        except (
+            exceptions.ClientError, CommandFailed, KeyboardInterrupt
+        ) as exc:
+            cleaned = bool(parsed_args.delete_on_failure and created)
+            if cleaned:
+                self._delete_created(client, created)
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            if created and not cleaned and not isinstance(exc, CommandFailed):
+                # Say what is left behind, so the user can release it.
+                raise CommandFailed(
+                    f"{exc}; created so far: "
+                    + ", ".join(a.ident for a in created)
+                ) from exc
+            raise
+
+        self._many = parsed_args.count > 1
+        columns = _columns()
+        fmt = parsed_args.formatter
+        if self._many:
+            return columns.ALL, [
+                columns.row(a, columns.ALL, fmt) for a in created
+            ]
+        return columns.ALL, columns.row(created[0], columns.ALL, fmt)
+
+    def _wait(
+        self,
+        client: Client,
+        created: list[Allocation],
+        parsed_args: argparse.Namespace,
+    ) -> list[Allocation]:
+        from baremetal_allocclient import exceptions
+        from baremetal_allocclient.osc import progress
+
+        timeout = parsed_args.wait_timeout or None
+        reporter = progress.for_stream(sys.stderr)
+        try:
+            if len(created) == 1:
+                return [
+                    client.wait_for_allocation(
+                        created[0], timeout=timeout, on_progress=reporter
+                    )
+                ]
+            return list(
+                client.wait_for_allocations(
+                    created, timeout=timeout, on_progress=reporter
+                )
+            )
+        except exceptions.AllocationFailed as exc:
+            final = exc.results or (exc.allocation,)
+            raise CommandFailed(_failure_report(final, exc)) from exc
+        except exceptions.WaitTimeout as exc:
+            raise CommandFailed(str(exc)) from exc
+        finally:
+            if reporter is not None:
+                reporter.close()
+
+    def _delete_created(
+        self, client: Client, created: Sequence[Allocation]
+    ) -> None:
+        from baremetal_allocclient import exceptions
+
+        for allocation in created:
+            try:
+                client.delete_allocation(
+                    allocation.ident, ignore_missing=True
+                )
+            except exceptions.ClientError as exc:
+                self.app.stderr.write(
+                    f"Could not delete allocation {allocation.ident}: "
+                    f"{exc}\n"
+                )
+            else:
+                self.app.stderr.write(
+                    f"Deleted allocation {allocation.ident}\n"
+                )
+
+    def produce_output(
+        self,
+        parsed_args: argparse.Namespace,
+        column_names: Sequence[str],
+        data: Any,
+    ) -> int:
+        """One allocation as a record; several (``--count``) as a list."""
+        if not getattr(self, "_many", False):
+            result: int = super().produce_output(
+                parsed_args, column_names, data
+            )
+            return result
+        names, selector = self._generate_columns_and_selector(
+            parsed_args, column_names
+        )
+        rows: Iterable[Sequence[Any]] = data
+        if selector:
+            rows = [list(self._compress_iterable(r, selector)) for r in data]
+        # table, json, value and yaml formatters serve lists and records.
+        formatter: Any = self.formatter
+        formatter.emit_list(names, rows, self.app.stdout, parsed_args)
+        return 0
+
+
+def _failure_report(
+    final: Sequence[Allocation], exc: exceptions.AllocationFailed
+) -> str:
+    """One line per failed allocation, with the server's last_error."""
+    failed = [a for a in final if a.state == "error"] or [exc.allocation]
+    lines = [
+        f"Allocation {a.ident} failed: {a.last_error or 'no reason given'}"
+        for a in failed
+    ]
+    return "\n".join(lines)
+
+
+class ListAllocations(lister.Lister, _Provenance):
+    """List allocations (every page unless --limit is given)."""
+
+    log = logging.getLogger(__name__ + ".ListAllocations")
+
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
+        columns = _columns()
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            "--state",
+            metavar="<state>",
+            help="Only allocations in this state (allocating, active, "
+            "error).",
+        )
+        parser.add_argument(
+            "--resource-class",
+            metavar="<resource-class>",
+            help="Only allocations for this resource class.",
+        )
+        parser.add_argument(
+            "--node",
+            metavar="<node>",
+            help="Only the allocation of this node (name or UUID).",
+        )
+        parser.add_argument(
+            "--owner",
+            metavar="<owner>",
+            help="Only allocations owned by this project (API 1.60).",
+        )
+        parser.add_argument(
+            "--limit",
+            type=parsing.non_negative_int,
+            metavar="<n>",
+            help="Return at most this many allocations (0 or unset: all, "
+            "fetched page by page).",
+        )
+        parser.add_argument(
+            "--marker",
+            metavar="<uuid>",
+            help="Start after this allocation UUID (e.g. the last one of a "
+            "previous --limit call).",
+        )
+        parser.add_argument(
+            "--sort",
+            type=parsing.SortType(columns.SORTABLE),
+            metavar="<key>[:<direction>]",
+            help="Sort on the server by this field, asc (default) or desc: "
+            + ", ".join(columns.SORTABLE)
+            + ".",
+        )
+        parser.add_argument(
+            "--page-size",
+            type=parsing.positive_int,
+            metavar="<n>",
+            help="Allocations per request (default: the server's maximum).",
+        )
+        display = parser.add_mutually_exclusive_group()
+        display.add_argument(
+            "--long",
+            action="store_true",
+            help="Show every field.",
+        )
+        _add_fields_option(display)
+        return parser
+
+    def take_action(
+        self, parsed_args: argparse.Namespace
+    ) -> tuple[Sequence[str], Iterable[Sequence[Any]]]:
+        columns = _columns()
+        fields = parsing.flatten_fields(parsed_args.fields) or None
+        if parsed_args.long:
+            names: Sequence[str] = columns.ALL
+        else:
+            names = fields or columns.DEFAULT_LIST
+        sort_key, sort_dir = parsed_args.sort or (None, None)
+        found = _client(self).list_allocations(
+            state=parsed_args.state,
+            resource_class=parsed_args.resource_class,
+            node=parsed_args.node,
+            owner=parsed_args.owner,
+            fields=fields,
+            limit=parsed_args.limit or None,
+            marker=parsed_args.marker,
+            sort_key=sort_key,
+            sort_dir=sort_dir,
+            page_size=parsed_args.page_size,
+        )
+        return names, _rows_checked_early(found, names, parsed_args.formatter)
+
+
+def _rows_checked_early(
+    allocations: Iterable[Allocation],
+    names: Sequence[str],
+    output_format: str,
+) -> Iterator[tuple[Any, ...]]:
+    """Fetch the first page now, so errors surface before any output."""
+    columns = _columns()
+    iterator = iter(allocations)
+    first = list(itertools.islice(iterator, 1))
+    return (
+        columns.row(a, names, output_format)
+        for a in itertools.chain(first, iterator)
+    )
+
+
+class ShowAllocation(show.ShowOne, _Provenance):
+    """Show one allocation."""
+
+    log = logging.getLogger(__name__ + ".ShowAllocation")
+
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            "allocation",
+            metavar="<allocation>",
+            type=parsing.non_empty,
+            help="Name or UUID of the allocation.",
+        )
+        _add_fields_option(parser)
+        return parser
+
+    def take_action(
+        self, parsed_args: argparse.Namespace
+    ) -> tuple[Sequence[str], Sequence[Any]]:
+        fields = parsing.flatten_fields(parsed_args.fields) or None
+        allocation = _client(self).get_allocation(
+            parsed_args.allocation, fields=fields
+        )
+        columns = _columns()
+        names = fields or columns.ALL
+        return names, columns.row(allocation, names, parsed_args.formatter)
+
+
+class DeleteAllocation(_Provenance):
+    """Delete allocation(s), releasing their nodes."""
+
+    log = logging.getLogger(__name__ + ".DeleteAllocation")
+
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            "allocations",
+            nargs="+",
+            type=parsing.non_empty,
+            metavar="<allocation>",
+            help="Names or UUIDs of the allocations to delete.",
+        )
+        parser.add_argument(
+            "--ignore-missing",
+            action="store_true",
+            help="Do not fail for allocations that do not exist.",
+        )
+        return parser
+
+    def take_action(self, parsed_args: argparse.Namespace) -> int:
+        from baremetal_allocclient import exceptions
+
+        client = _client(self)
+        failures: list[str] = []
+        for ident in parsed_args.allocations:
+            try:
+                client.delete_allocation(
+                    ident, ignore_missing=parsed_args.ignore_missing
+                )
+            except exceptions.ClientError as exc:
+                LOG.debug("deleting %s failed", ident, exc_info=True)
+                failures.append(f"{ident}: {exc}")
+            else:
+                self.app.stdout.write(f"Deleted allocation {ident}\n")
+        if failures:
+            total = len(parsed_args.allocations)
+            raise CommandFailed(
+                f"Failed to delete {len(failures)} of {total} "
+                "allocation(s):\n  " + "\n  ".join(failures)
+            )
+        return 0
+
+
+class SetAllocation(_Provenance):
+    """Set the name or extra metadata of an allocation."""
+
+    log = logging.getLogger(__name__ + ".SetAllocation")
+
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
+        parser = super().get_parser(prog_name)
+        self._parser = parser
+        parser.add_argument(
+            "allocation",
+            metavar="<allocation>",
+            type=parsing.non_empty,
+            help="Name or UUID of the allocation.",
+        )
+        parser.add_argument(
+            "--name",
+            metavar="<name>",
+            type=parsing.non_empty,
+            help="New unique name of the allocation.",
+        )
+        parser.add_argument(
+            "--extra",
+            action="append",
+            type=parsing.key_value,
+            default=[],
+            metavar="<key=value>",
+            help="Extra metadata to set. Repeat for several.",
+        )
+        return parser
+
+    def take_action(self, parsed_args: argparse.Namespace) -> int:
+        extra = parsing.merge_key_values(parsed_args.extra)
+        if parsed_args.name is None and not extra:
+            self._parser.error("nothing to set: give --name or --extra")
+        kwargs: dict[str, Any] = {}
+        if parsed_args.name is not None:
+            kwargs["name"] = parsed_args.name
+        if extra:
+            kwargs["set_extra"] = extra
+        _client(self).update_allocation(parsed_args.allocation, **kwargs)
+        return 0
+
+
+class UnsetAllocation(_Provenance):
+    """Remove the name or extra metadata keys of an allocation."""
+
+    log = logging.getLogger(__name__ + ".UnsetAllocation")
+
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
+        parser = super().get_parser(prog_name)
+        self._parser = parser
+        parser.add_argument(
+            "allocation",
+            metavar="<allocation>",
+            type=parsing.non_empty,
+            help="Name or UUID of the allocation.",
+        )
+        parser.add_argument(
+            "--name",
+            action="store_true",
+            help="Remove the name.",
+        )
+        parser.add_argument(
+            "--extra",
+            action="append",
+            type=parsing.non_empty,
+            default=[],
+            metavar="<key>",
+            help="Extra metadata key to remove. Repeat for several.",
+        )
+        return parser
+
+    def take_action(self, parsed_args: argparse.Namespace) -> int:
+        if not parsed_args.name and not parsed_args.extra:
+            self._parser.error("nothing to unset: give --name or --extra")
+        kwargs: dict[str, Any] = {}
+        if parsed_args.name:
+            kwargs["name"] = None
+        if parsed_args.extra:
+            kwargs["unset_extra"] = tuple(parsed_args.extra)
+        _client(self).update_allocation(parsed_args.allocation, **kwargs)
+        return 0

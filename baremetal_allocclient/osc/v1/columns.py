@@ -1,0 +1,88 @@
+"""The one column registry of the allocation commands.
+
+Column names are the API's field names, taken from the SDK's Allocation
+dataclass, so ``-c node_uuid`` and ``-f json`` keys match what the server
+returns. Only the presentation choices live here: which columns a plain
+``list`` shows and which fields the server refuses to sort by.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from cliff import columns as cliff_columns
+
+from baremetal_allocclient.v1 import Allocation
+
+#: Wire name -> SDK attribute, from the SDK's field table.
+_ATTRIBUTES: dict[str, str] = {
+    spec.wire: spec.name for spec in Allocation.field_specs()
+}
+#: Every displayable field, in the SDK's declaration order ("links" is
+#: navigation for machines, not data for people).
+ALL: tuple[str, ...] = tuple(w for w in _ATTRIBUTES if w != "links")
+#: What ``list`` shows without ``--long`` or ``--fields``.
+DEFAULT_LIST: tuple[str, ...] = (
+    "uuid",
+    "name",
+    "resource_class",
+    "state",
+    "node_uuid",
+)
+#: Fields Ironic refuses in ``sort_key`` (lists and free-form documents).
+UNSORTABLE: frozenset[str] = frozenset({"traits", "candidate_nodes", "extra"})
+SORTABLE: tuple[str, ...] = tuple(c for c in ALL if c not in UNSORTABLE)
+
+assert set(DEFAULT_LIST) <= set(ALL), "DEFAULT_LIST names unknown fields"
+
+
+class ListColumn(cliff_columns.FormattableColumn[list[Any]]):
+    """A list: comma separated in tables, a real list in json/yaml."""
+
+    def human_readable(self) -> str:
+        return ", ".join(str(item) for item in self._value)
+
+
+class DictColumn(cliff_columns.FormattableColumn[dict[str, Any]]):
+    """A mapping: ``k='v'`` pairs in tables, an object in json/yaml."""
+
+    def human_readable(self) -> str:
+        return ", ".join(
+            f"{key}={value!r}" for key, value in sorted(self._value.items())
+        )
+
+
+#: Output formats read by shell scripts, where "None" would be a value.
+TEXT_FORMATS: frozenset[str] = frozenset({"value", "shell", "csv"})
+
+
+def display_value(value: Any, *, blank_none: bool = False) -> Any:
+    """Wrap one field value for cliff's formatters.
+
+    With ``blank_none`` a missing value becomes "" rather than None, which
+    cliff's text formatters would print as the word "None".
+    """
+    if value is None:
+        return "" if blank_none else None
+    if isinstance(value, datetime.datetime):
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        return DictColumn(dict(value))
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        return ListColumn(list(value))
+    return value
+
+
+def row(
+    allocation: Allocation,
+    names: Sequence[str],
+    output_format: str | None = None,
+) -> tuple[Any, ...]:
+    """The values of ``names`` for one allocation, ready for a formatter."""
+    blank = output_format in TEXT_FORMATS
+    return tuple(
+        display_value(getattr(allocation, _ATTRIBUTES[n]), blank_none=blank)
+        for n in names
+    )

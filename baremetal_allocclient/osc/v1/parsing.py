@@ -1,0 +1,171 @@
+"""Argument types and checks of the allocation commands (pure).
+
+Everything that can be decided from the command line alone is decided here,
+as argparse ``type=`` callables or small checks returning an error message,
+so that bad input is a usage error (exit code 2) before any request is made.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Iterable, Sequence
+
+_SORT_DIRECTIONS = ("asc", "desc")
+
+
+def key_value(text: str) -> tuple[str, str]:
+    """``--extra key=value`` -> ``(key, value)``; the value may contain '='."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(
+            f"expected KEY=VALUE, got {text!r}"
+        )
+    return key.strip(), value
+
+
+def non_empty(text: str) -> str:
+    """Reject empty identifiers and names (they would address nothing)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
+
+
+def positive_int(text: str) -> int:
+    """An integer >= 1 (``--count``, ``--page-size``)."""
+    value = _int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+#: More allocations than one command should ask for: a typo such as an
+#: extra zero must not start an endless stream of requests.
+MAX_COUNT = 1000
+
+
+def allocation_count(text: str) -> int:
+    """``--count``: an integer from 1 to :data:`MAX_COUNT`."""
+    value = positive_int(text)
+    if value > MAX_COUNT:
+        raise argparse.ArgumentTypeError(
+            f"must be at most {MAX_COUNT}, got {value}"
+        )
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """An integer >= 0 (``--limit``: 0 means no limit)."""
+    value = _int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
+    return value
+
+
+def wait_timeout(text: str) -> float:
+    """Seconds to wait; 0 means wait without a time limit."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of seconds, got {text!r}"
+        ) from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(
+            f"expected a non-negative number of seconds, got {text!r}"
+        )
+    return value
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected an integer, got {text!r}"
+        ) from None
+
+
+class SortType:
+    """``--sort key[:asc|desc]`` restricted to the sortable columns."""
+
+    def __init__(self, sortable: Sequence[str]) -> None:
+        self.sortable = tuple(sortable)
+
+    def __call__(self, text: str) -> tuple[str, str | None]:
+        key, _, direction = text.partition(":")
+        key = key.strip()
+        if key not in self.sortable:
+            raise argparse.ArgumentTypeError(
+                f"cannot sort by {key!r}; choose from "
+                + ", ".join(self.sortable)
+            )
+        if not direction:
+            return key, None
+        direction = direction.strip().lower()
+        if direction not in _SORT_DIRECTIONS:
+            raise argparse.ArgumentTypeError(
+                f"sort direction must be asc or desc, got {direction!r}"
+            )
+        return key, direction
+
+
+class FieldsType:
+    """``--fields a,b c``: comma or space separated, each a known column."""
+
+    def __init__(self, known: Sequence[str]) -> None:
+        self.known = tuple(known)
+
+    def __call__(self, text: str) -> list[str]:
+        names = [n.strip() for n in text.split(",") if n.strip()]
+        if not names:
+            raise argparse.ArgumentTypeError("expected at least one field")
+        unknown = [n for n in names if n not in self.known]
+        if unknown:
+            raise argparse.ArgumentTypeError(
+                "unknown field(s) "
+                + ", ".join(unknown)
+                + "; choose from "
+                + ", ".join(self.known)
+            )
+        return names
+
+
+def flatten_fields(groups: Iterable[Iterable[str]] | None) -> list[str]:
+    """Merge repeated ``--fields`` groups, keeping order, dropping repeats."""
+    seen: dict[str, None] = {}
+    for group in groups or ():
+        for name in group:
+            seen.setdefault(name, None)
+    return list(seen)
+
+
+def merge_key_values(
+    pairs: Iterable[tuple[str, str]] | None,
+) -> dict[str, str]:
+    """Repeated ``--extra k=v``: the last value of a key wins."""
+    return dict(pairs or ())
+
+
+def create_arguments_problem(
+    *,
+    resource_class: str | None,
+    node: str | None,
+    count: int,
+    name: str | None,
+    uuid: str | None,
+    output_format: str | None,
+) -> str | None:
+    """Return why a ``create`` command line is inconsistent, or None."""
+    if not resource_class and not node:
+        return "--resource-class is required unless --node is given"
+    if count > 1:
+        for flag, value in (("--node", node), ("--uuid", uuid),
+                            ("--name", name)):
+            if value:
+                return f"{flag} names one allocation; it cannot be " \
+                       "combined with --count greater than 1"
+        if output_format == "shell":
+            return "-f shell describes one allocation; use another " \
+                   "format with --count greater than 1"
+    return None

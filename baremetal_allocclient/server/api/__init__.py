@@ -1,0 +1,1 @@
+"""HTTP layer: routing targets, schemas, views and handlers."""

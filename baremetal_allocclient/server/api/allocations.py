@@ -1,0 +1,455 @@
+"""``/v1/allocations`` and ``/v1/nodes/{node}/allocation``."""
+
+from __future__ import annotations
+
+import uuid as uuidlib
+from typing import Any
+
+import jsonpatch
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+from werkzeug.wrappers import Response
+
+from baremetal_allocclient.server.api import (
+    listing,
+    policy,
+    schemas,
+    versions,
+    views,
+)
+from baremetal_allocclient.server.api.context import (
+    Context,
+    empty_response,
+    find_allocation,
+    find_node,
+    json_response,
+    node_as_filter_argument,
+)
+from baremetal_allocclient.server.api.errors import (
+    ApiError,
+    bad_request,
+    conflict,
+    not_acceptable,
+    not_found,
+)
+from baremetal_allocclient.server.db import queries
+from baremetal_allocclient.server.db.models import (
+    Allocation,
+    Node,
+    NodeTrait,
+    utcnow,
+)
+from baremetal_allocclient.server.logic import node_states as ns
+from baremetal_allocclient.server.logic import release
+
+_NOT_ALLOWED = "The API version does not allow allocations"
+_STATES = ("allocating", "active", "error")
+
+
+def _gate(ctx: Context, status: int, minor: int = versions.ALLOCATIONS,
+          message: str = _NOT_ALLOWED) -> None:
+    if ctx.minor < minor:
+        raise ApiError(status, message)
+
+
+def _node_uuid(session: Session, allocation: Allocation) -> str | None:
+    if allocation.node_id is None:
+        return None
+    return session.scalar(
+        select(Node.uuid).where(Node.id == allocation.node_id)
+    )
+
+
+def _render(
+    ctx: Context,
+    session: Session,
+    allocation: Allocation,
+    fields: list[str] | None = None,
+) -> dict[str, Any]:
+    return views.allocation_view(
+        allocation, _node_uuid(session, allocation), ctx.base_url,
+        ctx.minor, fields,
+    )
+
+
+def list_allocations(ctx: Context) -> Response:
+    """GET /v1/allocations with filters and pagination."""
+    _gate(ctx, 404)
+    owner = ctx.query("owner")
+    if owner is not None and ctx.minor < versions.ALLOCATION_OWNER:
+        raise not_acceptable()
+    owner = policy.list_owner(policy.principal(ctx), owner)
+    fields = listing.parse_fields(ctx.query("fields"))
+    views.check_allocation_fields(fields, ctx.minor)
+    page = listing.Page(
+        limit=listing.parse_limit(ctx.query("limit")),
+        sort_key=listing.parse_sort_key(
+            ctx.query("sort_key"), views.ALLOCATION_SORT_KEYS
+        ),
+        sort_dir=listing.parse_sort_dir(ctx.query("sort_dir")),
+    )
+    marker_ident = ctx.query("marker")
+    if marker_ident is not None and not schemas.is_uuid_like(marker_ident):
+        raise bad_request(f"Schema error: '{marker_ident}' is not a 'uuid'")
+    with ctx.services.db.read() as session:
+        query = select(Allocation, Node.uuid).outerjoin(
+            Node, Node.id == Allocation.node_id
+        )
+        node_ident = ctx.query("node")
+        if node_ident is not None:
+            node = node_as_filter_argument(ctx, session, node_ident)
+            query = query.where(Allocation.node_id == node.id)
+        for name, column in (
+            ("state", Allocation.state),
+            ("resource_class", Allocation.resource_class),
+        ):
+            value = ctx.query(name)
+            if value is not None:
+                query = query.where(column == value)
+        if owner is not None:
+            query = query.where(Allocation.owner == owner)
+        column = getattr(Allocation, page.sort_key)
+        marker = None
+        if marker_ident is not None:
+            marker_row = find_allocation(session, marker_ident, ctx)
+            marker = (getattr(marker_row, page.sort_key), marker_row.id)
+        query = listing.order_and_page(
+            query, page, column, Allocation.id, marker
+        )
+        rows: list[tuple[Allocation, str | None]] = [
+            (row[0], row[1]) for row in session.execute(query)
+        ]
+        items = [
+            views.allocation_view(a, node_uuid, ctx.base_url, ctx.minor,
+                                  fields)
+            for a, node_uuid in rows
+        ]
+    body: dict[str, Any] = {"allocations": items}
+    last = rows[-1][0].uuid if rows else None
+    link = listing.next_link(
+        ctx.base_url, "allocations", dict(ctx.request.args), page,
+        len(rows), last,
+    )
+    if link:
+        body["next"] = link
+    return json_response(body)
+
+
+def get_allocation(ctx: Context, ident: str) -> Response:
+    """GET /v1/allocations/{ident}."""
+    _gate(ctx, 404)
+    fields = listing.parse_fields(ctx.query("fields"))
+    views.check_allocation_fields(fields, ctx.minor)
+    with ctx.services.db.read() as session:
+        allocation = find_allocation(session, ident, ctx)
+        return json_response(_render(ctx, session, allocation, fields))
+
+
+def _validated_create_body(ctx: Context) -> dict[str, Any]:
+    body = ctx.json_body()
+    if isinstance(body, dict) and "owner" in body and (
+        ctx.minor < versions.ALLOCATION_OWNER
+    ):
+        raise not_acceptable()
+    schemas.validate(body, schemas.allocation_create(ctx.version))
+    assert isinstance(body, dict)
+    owner = policy.create_owner(policy.principal(ctx), body.get("owner"))
+    if owner is not None:
+        body["owner"] = owner
+    name = body.get("name")
+    if name is not None and not schemas.is_valid_name(name):
+        raise bad_request(
+            f"Cannot create allocation with invalid name '{name}'"
+        )
+    uuid = body.get("uuid")
+    if uuid is not None and not schemas.is_uuid(uuid):
+        raise bad_request(f"Expected UUID for uuid: {uuid}")
+    return body
+
+
+def _resolve_candidates(
+    ctx: Context, session: Session, idents: list[str]
+) -> list[str]:
+    who = policy.principal(ctx)
+    found: list[str] = []
+    missing: list[str] = []
+    for ident in idents:
+        node = queries.node_by_ident(
+            session, ident, by_uuid=schemas.is_uuid_like(ident), lock=False
+        )
+        if node is None or not policy.node_visible(
+            who, node.owner, node.lessee
+        ):
+            missing.append(ident)
+        elif node.uuid not in found:
+            found.append(node.uuid)
+    if missing:
+        raise bad_request(f"Nodes cannot be found: {', '.join(missing)}")
+    return found
+
+
+def _check_unique(session: Session, uuid: str, name: str | None) -> None:
+    if queries.allocation_by_ident(session, uuid, by_uuid=True, lock=False):
+        raise conflict(f"An allocation with UUID {uuid} already exists.")
+    if name is not None and queries.allocation_by_ident(
+        session, name, by_uuid=False, lock=False
+    ):
+        raise conflict(f"An allocation with name {name} already exists.")
+
+
+def create_allocation(ctx: Context) -> Response:
+    """POST /v1/allocations: store ``allocating`` and hand to a worker."""
+    _gate(ctx, 405)
+    body = _validated_create_body(ctx)
+    if body.get("node"):
+        return _backfill(ctx, body)
+    if not body.get("resource_class"):
+        raise bad_request(
+            "The resource_class field is mandatory when not backfilling"
+        )
+    uuid = body.get("uuid") or str(uuidlib.uuid4())
+    name = body.get("name")
+    workers = ctx.services.workers
+    if not workers.try_reserve_slot():
+        raise ApiError(
+            503,
+            "The server is busy processing allocations, retry later",
+        )
+    stored = False
+    try:
+        with ctx.services.db.write() as session:
+            candidates = _resolve_candidates(
+                ctx, session, list(body.get("candidate_nodes") or [])
+            )
+            _check_unique(session, uuid, name)
+            holder = session.scalar(
+                select(Node.uuid).where(Node.instance_uuid == uuid)
+            )
+            if holder is not None:
+                raise conflict(
+                    f"Node {holder} is associated with instance {uuid}."
+                )
+            allocation = Allocation(
+                uuid=uuid,
+                name=name,
+                state=queries.ALLOCATING,
+                resource_class=body["resource_class"],
+                traits=list(dict.fromkeys(body.get("traits") or [])),
+                candidate_nodes=candidates,
+                extra=body.get("extra") or {},
+                owner=body.get("owner"),
+                conductor_affinity=workers.affinity,
+                created_at=utcnow(),
+            )
+            session.add(allocation)
+            session.flush()
+            result = _render(ctx, session, allocation)
+        stored = True
+    except IntegrityError:
+        raise conflict(
+            f"An allocation with UUID {uuid} or name {name} already exists."
+        ) from None
+    finally:
+        if not stored:
+            workers.release_slot()
+    workers.submit(allocation.id)
+    return _created(ctx, result)
+
+
+def _backfill(ctx: Context, body: dict[str, Any]) -> Response:
+    """Create an ``active`` allocation for an already deployed node.
+
+    Unlike Ironic, a mismatch is a 400/409 and nothing is stored.
+    """
+    with ctx.services.db.write() as session:
+        node = node_as_filter_argument(ctx, session, str(body["node"]))
+        uuid = body.get("uuid") or node.instance_uuid or str(uuidlib.uuid4())
+        name = body.get("name")
+        rc = body.get("resource_class") or node.resource_class
+        traits = list(dict.fromkeys(body.get("traits") or []))
+        candidates = _resolve_candidates(
+            ctx, session, list(body.get("candidate_nodes") or [])
+        )
+        node_traits = set(
+            session.scalars(
+                select(NodeTrait.trait).where(NodeTrait.node_id == node.id)
+            )
+        )
+        errors = []
+        if rc != node.resource_class:
+            errors.append(
+                f"Resource class {node.resource_class} does not match the "
+                f"requested resource class {rc}"
+            )
+        if not set(traits) <= node_traits:
+            errors.append(
+                f"List of traits {sorted(node_traits)} does not match the "
+                f"requested traits {traits}"
+            )
+        if candidates and node.uuid not in candidates:
+            errors.append(
+                f"Candidate nodes must be empty or contain the target "
+                f"node, but got {candidates}"
+            )
+        if node.provision_state != ns.ACTIVE:
+            errors.append(
+                f'Node must be in the "active" state, but the current '
+                f'state is "{node.provision_state}"'
+            )
+        if errors:
+            status = 400 if len(errors) > 1 or (
+                node.provision_state == ns.ACTIVE
+            ) else 409
+            raise ApiError(
+                status,
+                f"Cannot backfill an allocation for node {node.uuid}: "
+                f"{'; '.join(errors)}",
+            )
+        _check_unique(session, uuid, name)
+        if node.allocation_id is not None or (
+            node.instance_uuid not in (None, uuid)
+        ):
+            raise conflict(
+                f"Node {node.uuid} is associated with instance "
+                f"{node.instance_uuid}."
+            )
+        now = utcnow()
+        allocation = Allocation(
+            uuid=uuid,
+            name=name,
+            state=queries.ACTIVE,
+            node_id=node.id,
+            resource_class=rc,
+            traits=traits,
+            candidate_nodes=candidates,
+            extra=body.get("extra") or {},
+            owner=body.get("owner"),
+            conductor_affinity=ctx.services.workers.affinity,
+            created_at=now,
+            updated_at=now,
+        )
+        session.add(allocation)
+        session.flush()
+        node.allocation_id = allocation.id
+        node.instance_uuid = uuid
+        node.instance_info = {**(node.instance_info or {}), "traits": traits}
+        node.updated_at = now
+        session.flush()
+        result = _render(ctx, session, allocation)
+    return _created(ctx, result)
+
+
+def _created(ctx: Context, body: dict[str, Any]) -> Response:
+    response = json_response(body, 201)
+    response.headers["Location"] = (
+        f"{ctx.base_url}/v1/allocations/{body['uuid']}"
+    )
+    return response
+
+
+_PATCHABLE = ("name", "extra")
+
+
+def update_allocation(ctx: Context, ident: str) -> Response:
+    """PATCH /v1/allocations/{ident}: only name and extra (1.57+)."""
+    _gate(ctx, 405, versions.ALLOCATION_UPDATE,
+          "The API version does not allow updating allocations")
+    patch = ctx.json_body()
+    schemas.validate(patch, schemas.JSON_PATCH)
+    assert isinstance(patch, list)
+    for op in patch:
+        root = op["path"].lstrip("/").split("/")[0]
+        if root not in _PATCHABLE:
+            raise bad_request(
+                f"Cannot patch {op['path']}. Only the following can be "
+                f"updated: {', '.join(_PATCHABLE)}"
+            )
+    with ctx.services.db.write() as session:
+        allocation = find_allocation(session, ident, ctx)
+        current = {"name": allocation.name, "extra": allocation.extra or {}}
+        try:
+            patched = jsonpatch.apply_patch(current, patch)
+        except (jsonpatch.JsonPatchException,
+                jsonpatch.JsonPointerException) as exc:
+            raise bad_request(f"Invalid patch: {exc}") from None
+        schemas.validate(patched, schemas.ALLOCATION_PATCHED)
+        name = patched.get("name")
+        if name is not None and not schemas.is_valid_name(name):
+            raise bad_request(
+                f"Cannot update allocation with invalid name '{name}'"
+            )
+        if name is not None and name != allocation.name:
+            other = queries.allocation_by_ident(
+                session, name, by_uuid=False, lock=False
+            )
+            if other is not None:
+                raise conflict(
+                    f"An allocation with name {name} already exists."
+                )
+        allocation.name = name
+        allocation.extra = patched.get("extra") or {}
+        allocation.updated_at = utcnow()
+        session.flush()
+        result = _render(ctx, session, allocation)
+    return json_response(result)
+
+
+def _delete(session: Session, allocation: Allocation) -> None:
+    if allocation.node_id is not None:
+        node = queries.node_by_id(session, allocation.node_id)
+        if node is not None:
+            error = release.allocation_removal_error(
+                release.NodeView(
+                    node.uuid, node.provision_state,
+                    node.target_provision_state, node.maintenance,
+                ),
+                allocation.uuid,
+            )
+            if error:
+                raise conflict(error)
+    queries.release_in_session(session, allocation)
+
+
+def delete_allocation(ctx: Context, ident: str) -> Response:
+    """DELETE /v1/allocations/{ident}: release the node, drop the row."""
+    _gate(ctx, 405)
+    with ctx.services.db.write() as session:
+        _delete(session, find_allocation(session, ident, ctx))
+    return empty_response(204)
+
+
+def _node_allocation(
+    ctx: Context, session: Session, node_ident: str
+) -> Allocation:
+    if ctx.minor < versions.ALLOCATIONS:
+        raise not_found("The resource could not be found.")
+    try:
+        node = find_node(ctx, session, node_ident)
+    except ApiError as exc:
+        exc.status = 400 if exc.status == 404 else exc.status
+        raise
+    allocation = None
+    if node.allocation_id is not None:
+        allocation = queries.allocation_by_id(session, node.allocation_id)
+    if allocation is None or not policy.allocation_visible(
+        policy.principal(ctx), allocation.owner
+    ):
+        raise not_found(f"Allocation for node {node_ident} was not found")
+    return allocation
+
+
+def get_node_allocation(ctx: Context, ident: str) -> Response:
+    """GET /v1/nodes/{node}/allocation."""
+    fields = listing.parse_fields(ctx.query("fields"))
+    with ctx.services.db.read() as session:
+        allocation = _node_allocation(ctx, session, ident)
+        views.check_allocation_fields(fields, ctx.minor)
+        return json_response(_render(ctx, session, allocation, fields))
+
+
+def delete_node_allocation(ctx: Context, ident: str) -> Response:
+    """DELETE /v1/nodes/{node}/allocation."""
+    with ctx.services.db.write() as session:
+        _delete(session, _node_allocation(ctx, session, ident))
+    return empty_response(204)

@@ -1,0 +1,139 @@
+"""Per-request context handed to every handler, and resource lookups."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.orm import Session
+from werkzeug.wrappers import Request, Response
+
+from baremetal_allocclient.server.api import limits, policy, schemas, versions
+from baremetal_allocclient.server.api.errors import (
+    ApiError,
+    bad_request,
+    not_found,
+)
+from baremetal_allocclient.server.backends.base import Backend
+from baremetal_allocclient.server.conductor.fake_hardware import FakeHardware
+from baremetal_allocclient.server.conductor.workers import AllocationWorkers
+from baremetal_allocclient.server.db import queries
+from baremetal_allocclient.server.db.engine import Database
+from baremetal_allocclient.server.db.models import Allocation, Node
+
+
+@dataclass(frozen=True)
+class Services:
+    """Long-lived objects shared by all requests."""
+
+    db: Database
+    workers: AllocationWorkers
+    hardware: FakeHardware
+    conductor: str
+    backend: Backend | None = None  # None: the database backend
+
+
+@dataclass(frozen=True)
+class Context:
+    """One request: its version, its base URL and the services."""
+
+    request: Request
+    version: versions.Version
+    base_url: str
+    services: Services
+
+    @property
+    def minor(self) -> int:
+        """The requested minor version (major is always 1)."""
+        return self.version.minor
+
+    def json_body(self) -> Any:
+        """The decoded JSON body; malformed JSON is a 400, not a 500."""
+        raw = self.request.get_data(cache=True)
+        limit = self.request.max_content_length
+        if limit is not None and len(raw) >= limit and (
+            self.request.content_length is None
+        ):
+            # A chunked body is cut at the limit rather than refused.
+            raise ApiError(413, f"Request body is too large (at most "
+                                f"{limit} bytes)")
+        if not raw.strip():
+            return None
+        limits.check_json_depth(raw)
+        try:
+            return json.loads(raw)
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+            raise bad_request(f"Invalid JSON in request body: {exc}") from exc
+
+    def query(self, name: str) -> str | None:
+        """A query parameter (last one wins), None when absent."""
+        values = self.request.args.getlist(name)
+        return values[-1] if values else None
+
+
+def json_response(body: object, status: int = 200) -> Response:
+    """A JSON response."""
+    return Response(
+        json.dumps(body), status=status, content_type="application/json"
+    )
+
+
+def empty_response(status: int) -> Response:
+    """A response without a body (202, 204)."""
+    response = Response(status=status)
+    response.headers.pop("Content-Type", None)
+    return response
+
+
+def find_node(ctx: Context, session: Session, ident: str) -> Node:
+    """A node by UUID or (from 1.5) name; 404 when missing."""
+    if schemas.is_uuid_like(ident):
+        node = queries.node_by_ident(session, ident, by_uuid=True)
+    elif ctx.minor >= versions.NODE_NAME:
+        if not schemas.is_valid_name(ident):
+            raise bad_request(
+                f"Expected a logical name or UUID but received {ident}."
+            )
+        node = queries.node_by_ident(session, ident, by_uuid=False)
+    else:
+        node = None
+    if node is None or not _visible(ctx, node):
+        raise not_found(f"Node {ident} could not be found.")
+    return node
+
+
+def _visible(ctx: Context, node: Node) -> bool:
+    return policy.node_visible(policy.principal(ctx), node.owner, node.lessee)
+
+
+def find_allocation(
+    session: Session, ident: str, ctx: Context | None = None
+) -> Allocation:
+    """An allocation by UUID or name; 404 when missing.
+
+    With ``ctx``, one its principal may not see is missing too.
+    """
+    allocation = queries.allocation_by_ident(
+        session, ident, by_uuid=schemas.is_uuid_like(ident)
+    )
+    if allocation is None or (
+        ctx is not None
+        and not policy.allocation_visible(
+            policy.principal(ctx), allocation.owner
+        )
+    ):
+        raise not_found(f"Allocation {ident} could not be found.")
+    return allocation
+
+
+def node_as_filter_argument(
+    ctx: Context, session: Session, ident: str
+) -> Node:
+    """A node named in a query or body: missing (or hidden) is a 400."""
+    node = queries.node_by_ident(
+        session, ident, by_uuid=schemas.is_uuid_like(ident), lock=False
+    )
+    if node is None or not _visible(ctx, node):
+        raise ApiError(400, f"Node {ident} could not be found.")
+    return node

@@ -1,0 +1,37 @@
+"""The one exception type handlers raise to produce an HTTP error."""
+
+from __future__ import annotations
+
+
+class ApiError(Exception):
+    """An error answered in Ironic's format with the given status code."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+    @property
+    def faultcode(self) -> str:
+        """Ironic's convention: 4xx are the client's fault."""
+        return "Client" if self.status < 500 else "Server"
+
+
+def bad_request(message: str) -> ApiError:
+    """400: the request itself is invalid."""
+    return ApiError(400, message)
+
+
+def not_found(message: str) -> ApiError:
+    """404."""
+    return ApiError(404, message)
+
+
+def conflict(message: str) -> ApiError:
+    """409: valid request, but the current state forbids it."""
+    return ApiError(409, message)
+
+
+def not_acceptable(message: str = "Request not acceptable.") -> ApiError:
+    """406: a field or parameter the requested version does not have."""
+    return ApiError(406, message)

@@ -1,0 +1,296 @@
+"""The OpenAPI 3.1 description of the served API.
+
+Built from the very schemas the handlers validate with (:mod:`.schemas`, at
+the maximum microversion) and the query parameters the server accepts
+(:mod:`.limits`), so it cannot drift from what is enforced.  The copy kept in
+the repository (``doc/source/openapi.json``) is regenerated with::
+
+    python -m baremetal_allocclient.server.api.openapi \
+        > doc/source/openapi.json
+
+and a unit test fails when it differs from :func:`document`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from werkzeug.wrappers import Response
+
+from baremetal_allocclient.server.api import limits, schemas, versions
+
+_LATEST = versions.MAX_VERSION
+_ERROR_REF = {"$ref": "#/components/responses/Error"}
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One route of the API as documented."""
+
+    path: str  # werkzeug syntax, as in the routing table
+    method: str
+    operation_id: str
+    summary: str
+    status: int
+    body: Callable[[], dict[str, Any]] | None = None
+    result: str | None = None  # a components/schemas name
+
+
+def _allocation_create() -> dict[str, Any]:
+    return schemas.allocation_create(_LATEST)
+
+
+def _node_create() -> dict[str, Any]:
+    return schemas.node_create(_LATEST)
+
+
+def _fixed(schema: dict[str, Any]) -> Callable[[], dict[str, Any]]:
+    return lambda: schema
+
+
+_PATCH = _fixed(schemas.JSON_PATCH)
+
+OPERATIONS: tuple[Operation, ...] = (
+    Operation("/v1/allocations", "GET", "listAllocations",
+              "List allocations (members: their project's only)", 200,
+              result="AllocationList"),
+    Operation("/v1/allocations", "POST", "createAllocation",
+              "Create an allocation; a worker reserves a node", 201,
+              _allocation_create, "Allocation"),
+    Operation("/v1/allocations/<ident>", "GET", "getAllocation",
+              "Show an allocation by UUID or name", 200,
+              result="Allocation"),
+    Operation("/v1/allocations/<ident>", "PATCH", "updateAllocation",
+              "Update name and extra (JSON patch)", 200, _PATCH,
+              "Allocation"),
+    Operation("/v1/allocations/<ident>", "DELETE", "deleteAllocation",
+              "Delete an allocation and release its node", 204),
+    Operation("/v1/nodes", "GET", "listNodes", "List nodes", 200,
+              result="NodeList"),
+    Operation("/v1/nodes", "POST", "createNode",
+              "Enroll a fake-hardware node (admin)", 201, _node_create,
+              "Node"),
+    Operation("/v1/nodes/detail", "GET", "listNodesDetail",
+              "List nodes with every field", 200, result="NodeList"),
+    Operation("/v1/nodes/<ident>", "GET", "getNode", "Show a node", 200,
+              result="Node"),
+    Operation("/v1/nodes/<ident>", "PATCH", "updateNode",
+              "Update a node (JSON patch, admin)", 200, _PATCH, "Node"),
+    Operation("/v1/nodes/<ident>", "DELETE", "deleteNode",
+              "Delete a node (admin)", 204),
+    Operation("/v1/nodes/<ident>/allocation", "GET", "getNodeAllocation",
+              "Show the allocation of a node", 200, result="Allocation"),
+    Operation("/v1/nodes/<ident>/allocation", "DELETE",
+              "deleteNodeAllocation", "Delete the allocation of a node",
+              204),
+    Operation("/v1/nodes/<ident>/states", "GET", "getNodeStates",
+              "Show a node's power and provision states", 200),
+    Operation("/v1/nodes/<ident>/states/provision", "PUT",
+              "setProvisionState", "Change the provision state (admin)",
+              202, _fixed(schemas.PROVISION)),
+    Operation("/v1/nodes/<ident>/states/power", "PUT", "setPowerState",
+              "Change the power state (admin)", 202,
+              _fixed(schemas.POWER)),
+    Operation("/v1/nodes/<ident>/maintenance", "PUT", "setMaintenance",
+              "Put a node into maintenance (admin)", 202,
+              _fixed(schemas.MAINTENANCE)),
+    Operation("/v1/nodes/<ident>/maintenance", "DELETE", "unsetMaintenance",
+              "Take a node out of maintenance (admin)", 202),
+    Operation("/v1/nodes/<ident>/validate", "GET", "validateNode",
+              "Validate a node's interfaces", 200),
+    Operation("/v1/nodes/<ident>/traits", "GET", "listNodeTraits",
+              "List a node's traits", 200),
+    Operation("/v1/nodes/<ident>/traits", "PUT", "setNodeTraits",
+              "Replace a node's traits (admin)", 204,
+              _fixed(schemas.TRAITS_SET)),
+    Operation("/v1/nodes/<ident>/traits", "DELETE", "removeNodeTraits",
+              "Remove every trait of a node (admin)", 204),
+    Operation("/v1/nodes/<ident>/traits/<trait>", "PUT", "addNodeTrait",
+              "Add one trait (admin)", 204),
+    Operation("/v1/nodes/<ident>/traits/<trait>", "DELETE",
+              "removeNodeTrait", "Remove one trait (admin)", 204),
+    Operation("/v1/allocation_capacity", "GET", "getAllocationCapacity",
+              "Extension: per resource class total, allocated, reserved "
+              "(by reason) and free nodes", 200),
+)
+
+_PATH_PARAM = re.compile(r"<(?:[a-z]+:)?([a-z_]+)>")
+
+
+def openapi_path(route: str) -> str:
+    """werkzeug ``<ident>`` placeholders as OpenAPI ``{ident}`` (pure)."""
+    return _PATH_PARAM.sub(r"{\1}", route)
+
+
+def _parameters(op: Operation) -> list[dict[str, Any]]:
+    params: list[dict[str, Any]] = [
+        {"$ref": "#/components/parameters/ApiVersion"}
+    ]
+    for name in _PATH_PARAM.findall(op.path):
+        params.append({
+            "name": name, "in": "path", "required": True,
+            "schema": {"type": "string", "minLength": 1, "maxLength": 255},
+        })
+    for name in limits.QUERY_PARAMS.get((op.path, op.method), ()):
+        schema: dict[str, Any] = {
+            "type": "string", "maxLength": limits.MAX_QUERY_VALUE,
+        }
+        if name == "limit":
+            schema = {"type": "integer", "minimum": 1}
+        params.append({
+            "name": name, "in": "query", "required": False,
+            "schema": schema,
+        })
+    return params
+
+
+def _operation(op: Operation) -> dict[str, Any]:
+    success: dict[str, Any] = {"description": "Success"}
+    if op.result is not None:
+        success["content"] = {"application/json": {
+            "schema": {"$ref": f"#/components/schemas/{op.result}"}
+        }}
+    elif op.status == 200:
+        success["content"] = {
+            "application/json": {"schema": {"type": "object"}}
+        }
+    responses: dict[str, Any] = {str(op.status): success}
+    for status in ("400", "403", "404", "405", "406", "409", "413"):
+        responses[status] = _ERROR_REF
+    responses["401"] = {"$ref": "#/components/responses/Unauthorized"}
+    result: dict[str, Any] = {
+        "operationId": op.operation_id,
+        "summary": op.summary,
+        "parameters": _parameters(op),
+        "responses": responses,
+    }
+    if op.body is not None:
+        result["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": op.body()}},
+        }
+    return result
+
+
+def _object(fields: Sequence[str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {name: {} for name in fields},
+    }
+
+
+def document() -> dict[str, Any]:
+    """The OpenAPI document (deterministic, JSON-serialisable)."""
+    paths: dict[str, dict[str, Any]] = {}
+    for op in OPERATIONS:
+        paths.setdefault(openapi_path(op.path), {})[op.method.lower()] = (
+            _operation(op)
+        )
+    error = {
+        "type": "object",
+        "properties": {"error_message": {
+            "type": "string",
+            "description": "A JSON string with faultstring, faultcode "
+                           "and debuginfo, as Ironic answers.",
+        }},
+        "required": ["error_message"],
+    }
+    auth_error = {
+        "type": "object",
+        "properties": {"error": {
+            "type": "object",
+            "properties": {
+                "message": {"type": "string"},
+                "code": {"type": "integer"},
+            },
+        }},
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "baremetal-allocclient reference server",
+            "version": str(_LATEST),
+            "description": (
+                "Ironic-compatible allocation and node API. Request "
+                f"schemas are those of API version {_LATEST}; see "
+                "doc/source/security.rst for roles and limits."
+            ),
+        },
+        "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
+        "security": [{"httpBasic": []}, {}],
+        "paths": paths,
+        "components": {
+            "securitySchemes": {"httpBasic": {
+                "type": "http", "scheme": "basic",
+                "description": "Only with --auth-strategy http_basic.",
+            }},
+            "parameters": {"ApiVersion": {
+                "name": versions.HEADER, "in": "header", "required": False,
+                "schema": {"type": "string", "pattern":
+                           r"^(latest|[0-9]+\.[0-9]+)$"},
+            }},
+            "responses": {
+                "Error": {
+                    "description": "An error in Ironic's format",
+                    "content": {"application/json": {"schema": error}},
+                },
+                "Unauthorized": {
+                    "description": "Missing or wrong credentials",
+                    "headers": {"WWW-Authenticate": {
+                        "schema": {"type": "string"}
+                    }},
+                    "content": {"application/json": {"schema": auth_error}},
+                },
+            },
+            "schemas": {
+                "Allocation": _object(schemas.ALLOCATION_FIELDS),
+                "AllocationList": {
+                    "type": "object",
+                    "properties": {
+                        "allocations": {
+                            "type": "array",
+                            "items": {
+                                "$ref": "#/components/schemas/Allocation"
+                            },
+                        },
+                        "next": {"type": "string"},
+                    },
+                },
+                "Node": {"type": "object"},
+                "NodeList": {
+                    "type": "object",
+                    "properties": {
+                        "nodes": {"type": "array", "items": {
+                            "$ref": "#/components/schemas/Node"
+                        }},
+                        "next": {"type": "string"},
+                    },
+                },
+            },
+        },
+    }
+
+
+def render() -> str:
+    """The document as committed: sorted keys, two-space indent."""
+    return json.dumps(document(), indent=2, sort_keys=True) + "\n"
+
+
+def serve(ctx: Any) -> Response:
+    """GET /v1/openapi.json."""
+    return Response(render(), status=200, content_type="application/json")
+
+
+def main() -> int:
+    """Print the document (to refresh the committed copy)."""
+    sys.stdout.write(render())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

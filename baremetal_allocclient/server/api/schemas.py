@@ -1,0 +1,263 @@
+"""Request schemas, declared once, and the validators built from them.
+
+Validation failures become 400s whose message starts like Ironic's
+(``Schema error: ...``) and names the offending value.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid as uuidlib
+from typing import Any
+
+import jsonschema
+import os_traits  # type: ignore[import-untyped]
+
+from baremetal_allocclient.server.api import versions
+from baremetal_allocclient.server.api.errors import bad_request
+
+NAME_RE = re.compile(r"^[A-Za-z0-9\-._~]+$")
+NAME_MAX = 255
+RESOURCE_CLASS_MAX = 80
+TRAIT_MAX = 255
+# Like Ironic: a trait is a standard one from the os-traits catalogue or a
+# custom one.
+CUSTOM_TRAIT_PATTERN = f"^{os_traits.CUSTOM_NAMESPACE}[A-Z0-9_]+$"
+STANDARD_TRAITS: frozenset[str] = frozenset(os_traits.get_traits())
+
+TRAIT: dict[str, Any] = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": TRAIT_MAX,
+    "anyOf": [
+        {"enum": sorted(STANDARD_TRAITS)},
+        {"pattern": CUSTOM_TRAIT_PATTERN},
+    ],
+}
+
+
+def is_valid_trait(trait: object) -> bool:
+    """Whether ``trait`` is a standard or a custom trait name."""
+    return isinstance(trait, str) and len(trait) <= TRAIT_MAX and (
+        trait in STANDARD_TRAITS
+        or re.match(CUSTOM_TRAIT_PATTERN, trait) is not None
+    )
+_NULLABLE_STRING: dict[str, Any] = {"type": ["string", "null"]}
+_NULLABLE_OBJECT: dict[str, Any] = {"type": ["object", "null"]}
+_RESOURCE_CLASS: dict[str, Any] = {
+    "type": ["string", "null"],
+    "maxLength": RESOURCE_CLASS_MAX,
+}
+_PROJECT: dict[str, Any] = {"type": ["string", "null"], "maxLength": 255}
+# Input limits (issue 9): every string and list a client sends is bounded.
+MAX_TRAITS = 50
+MAX_CANDIDATES = 1000
+MAX_PATCH_OPS = 100
+MAX_MESSAGE = 300
+_NAME: dict[str, Any] = {"type": ["string", "null"], "maxLength": NAME_MAX}
+
+ALLOCATION_FIELDS = (
+    "candidate_nodes",
+    "created_at",
+    "extra",
+    "last_error",
+    "links",
+    "name",
+    "node_uuid",
+    "resource_class",
+    "state",
+    "traits",
+    "updated_at",
+    "uuid",
+    "owner",
+)
+
+
+def allocation_create(version: versions.Version) -> dict[str, Any]:
+    """POST /v1/allocations body at this version."""
+    props: dict[str, Any] = {
+        "resource_class": _RESOURCE_CLASS,
+        "traits": {
+            "type": ["array", "null"],
+            "items": TRAIT,
+            "maxItems": MAX_TRAITS,
+        },
+        "candidate_nodes": {
+            "type": ["array", "null"],
+            "items": {"type": "string", "maxLength": NAME_MAX},
+            "maxItems": MAX_CANDIDATES,
+        },
+        # name and uuid: length checked with Ironic's wording afterwards.
+        "name": _NULLABLE_STRING,
+        "uuid": _NULLABLE_STRING,
+        "extra": _NULLABLE_OBJECT,
+    }
+    if version.minor >= versions.ALLOCATION_BACKFILL:
+        props["node"] = _NAME
+    if version.minor >= versions.ALLOCATION_OWNER:
+        props["owner"] = _PROJECT
+    return {
+        "type": "object",
+        "properties": props,
+        "additionalProperties": False,
+    }
+
+
+ALLOCATION_PATCHED: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "name": _NULLABLE_STRING,
+        "extra": _NULLABLE_OBJECT,
+    },
+}
+
+JSON_PATCH: dict[str, Any] = {
+    "type": "array",
+    "maxItems": MAX_PATCH_OPS,
+    "items": {
+        "type": "object",
+        "properties": {
+            "op": {"type": "string", "enum": ["add", "replace", "remove"]},
+            "path": {
+                "type": "string", "pattern": "^/.+", "maxLength": 1024
+            },
+            "value": {},
+        },
+        "required": ["op", "path"],
+        "additionalProperties": False,
+    },
+}
+
+_INTERFACES = (
+    "bios_interface",
+    "boot_interface",
+    "console_interface",
+    "deploy_interface",
+    "firmware_interface",
+    "inspect_interface",
+    "management_interface",
+    "network_interface",
+    "power_interface",
+    "raid_interface",
+    "rescue_interface",
+    "storage_interface",
+    "vendor_interface",
+)
+
+
+def node_create(version: versions.Version) -> dict[str, Any]:
+    """POST /v1/nodes body at this version."""
+    props: dict[str, Any] = {
+        "driver": {"type": "string", "maxLength": 255},
+        "name": _NULLABLE_STRING,
+        "uuid": _NULLABLE_STRING,
+        "chassis_uuid": {"type": "null"},
+        "resource_class": _RESOURCE_CLASS,
+        "properties": _NULLABLE_OBJECT,
+        "extra": _NULLABLE_OBJECT,
+        "driver_info": _NULLABLE_OBJECT,
+        "instance_info": _NULLABLE_OBJECT,
+        "instance_uuid": _NULLABLE_STRING,
+        "description": {"type": ["string", "null"], "maxLength": 4096},
+        "owner": _PROJECT,
+        "lessee": _PROJECT,
+        "automated_clean": {"type": ["boolean", "null"]},
+        "conductor_group": {"type": ["string", "null"], "maxLength": 255},
+        "retired": {"type": ["boolean", "null"]},
+        "retired_reason": _NULLABLE_STRING,
+        "network_data": _NULLABLE_OBJECT,
+    }
+    for iface in _INTERFACES:
+        props[iface] = _NULLABLE_STRING
+    return {
+        "type": "object",
+        "properties": props,
+        "required": ["driver"],
+        "additionalProperties": False,
+    }
+
+
+TRAITS_SET: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "traits": {"type": "array", "items": TRAIT, "maxItems": MAX_TRAITS}
+    },
+    "required": ["traits"],
+    "additionalProperties": False,
+}
+
+PROVISION: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "target": {"type": "string"},
+        "configdrive": {"type": ["string", "object", "null"]},
+        "clean_steps": {"type": ["array", "null"]},
+        "deploy_steps": {"type": ["array", "null"]},
+        "rescue_password": {"type": ["string", "null"]},
+        "disable_ramdisk": {"type": ["boolean", "null"]},
+    },
+    "required": ["target"],
+    "additionalProperties": False,
+}
+
+POWER: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "target": {"type": "string"},
+        "timeout": {"type": ["integer", "null"], "minimum": 1},
+    },
+    "required": ["target"],
+    "additionalProperties": False,
+}
+
+MAINTENANCE: dict[str, Any] = {
+    "type": ["object", "null"],
+    "properties": {"reason": _NULLABLE_STRING},
+    "additionalProperties": False,
+}
+
+
+def validate(
+    instance: object, schema: dict[str, Any], prefix: str = "Schema error"
+) -> None:
+    """Raise a 400 naming the first problem when ``instance`` is invalid."""
+    validator = jsonschema.Draft202012Validator(schema)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(instance))
+    if error is None:
+        return
+    message = error.message
+    if len(message) > MAX_MESSAGE:
+        # The default message quotes the whole offending value.
+        message = (
+            f"{message[:MAX_MESSAGE]}... (at {error.json_path}: "
+            f"{error.validator} {error.validator_value!r:.60})"
+        )
+    raise bad_request(f"{prefix}: {message}")
+
+
+def is_valid_name(value: object) -> bool:
+    """Names: RFC 3986 unreserved characters, at most 255 of them."""
+    return (
+        isinstance(value, str)
+        and len(value) <= NAME_MAX
+        and NAME_RE.match(value) is not None
+    )
+
+
+def is_uuid(value: object) -> bool:
+    """A canonical (hyphenated) UUID string."""
+    if not isinstance(value, str) or len(value) != 36:
+        return False
+    try:
+        return str(uuidlib.UUID(value)) == value.lower()
+    except ValueError:
+        return False
+
+
+def is_uuid_like(value: str) -> bool:
+    """Identifiers that are looked up as UUIDs rather than names."""
+    try:
+        uuidlib.UUID(value)
+    except ValueError:
+        return False
+    return True

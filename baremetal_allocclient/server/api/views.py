@@ -1,0 +1,244 @@
+"""JSON representations of nodes and allocations for a given version.
+
+Each field is declared once with the minor version that introduced it;
+the same table drives rendering, ``fields=`` validation and 406s.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Sequence
+from typing import Any
+
+from baremetal_allocclient.server.api import versions
+from baremetal_allocclient.server.api.errors import (
+    bad_request,
+    not_acceptable,
+)
+from baremetal_allocclient.server.db.models import Allocation, Node
+
+FAKE = "fake"
+NOOP = "noop"
+INTERFACES: dict[str, tuple[str, int]] = {
+    # field: (value for fake-hardware, minor version that introduced it)
+    "bios_interface": (FAKE, 40),
+    "boot_interface": (FAKE, 31),
+    "console_interface": (FAKE, 31),
+    "deploy_interface": (FAKE, 31),
+    "inspect_interface": (FAKE, 31),
+    "management_interface": (FAKE, 31),
+    "network_interface": (NOOP, 20),
+    "power_interface": (FAKE, 31),
+    "raid_interface": (FAKE, 31),
+    "rescue_interface": (FAKE, 38),
+    "storage_interface": (NOOP, 33),
+    "vendor_interface": (FAKE, 31),
+}
+
+# Node fields in Ironic's output order with their introducing version.
+NODE_FIELDS: tuple[tuple[str, int], ...] = (
+    ("uuid", 1), ("created_at", 1), ("updated_at", 1),
+    ("automated_clean", 47), ("bios_interface", 40),
+    ("boot_interface", 31), ("clean_step", 7), ("conductor_group", 46),
+    ("console_enabled", 1), ("console_interface", 31),
+    ("deploy_interface", 31), ("deploy_step", 44), ("description", 51),
+    ("driver", 1), ("driver_info", 1), ("driver_internal_info", 3),
+    ("extra", 1), ("fault", 42), ("inspection_finished_at", 6),
+    ("inspection_started_at", 6), ("inspect_interface", 31),
+    ("instance_info", 1), ("instance_uuid", 1), ("last_error", 1),
+    ("lessee", 65), ("maintenance", 1), ("maintenance_reason", 1),
+    ("management_interface", 31), ("name", 5), ("network_data", 66),
+    ("network_interface", 20), ("owner", 50), ("power_interface", 31),
+    ("power_state", 1), ("properties", 1), ("protected", 48),
+    ("protected_reason", 48), ("provision_state", 1),
+    ("provision_updated_at", 1), ("raid_config", 12),
+    ("raid_interface", 31), ("rescue_interface", 38), ("reservation", 1),
+    ("resource_class", 21), ("retired", 61), ("retired_reason", 61),
+    ("storage_interface", 33), ("target_power_state", 1),
+    ("target_provision_state", 1), ("target_raid_config", 12),
+    ("traits", 37), ("vendor_interface", 31), ("conductor", 49),
+    ("allocation_uuid", 52), ("chassis_uuid", 1),
+)
+NODE_LIST_FIELDS = (
+    "uuid", "instance_uuid", "maintenance", "power_state", "provision_state",
+    "name",
+)
+_NODE_SUBRESOURCES: tuple[tuple[str, int], ...] = (
+    ("ports", 1), ("states", 14), ("portgroups", 24), ("volume", 32),
+)
+NODE_SORT_KEYS = (
+    "id", "uuid", "name", "created_at", "updated_at", "provision_state",
+    "power_state", "resource_class", "driver", "owner", "lessee",
+    "maintenance", "instance_uuid", "provision_updated_at",
+)
+ALLOCATION_SORT_KEYS = (
+    "id", "uuid", "name", "created_at", "updated_at", "state",
+    "resource_class", "owner",
+)
+
+
+def timestamp(value: datetime.datetime | None) -> str | None:
+    """Stored naive UTC -> ISO 8601 with offset, like Ironic."""
+    if value is None:
+        return None
+    return value.replace(tzinfo=datetime.timezone.utc).isoformat()
+
+
+def _links(base_url: str, path: str) -> list[dict[str, str]]:
+    return [
+        {"href": f"{base_url}/v1/{path}", "rel": "self"},
+        {"href": f"{base_url}/{path}", "rel": "bookmark"},
+    ]
+
+
+def node_fields(minor: int) -> list[str]:
+    """Node fields that exist at this version."""
+    return [name for name, since in NODE_FIELDS if minor >= since]
+
+
+def check_node_fields(fields: Sequence[str] | None, minor: int) -> None:
+    """``fields=`` on nodes: 406 for too-new fields, 400 for unknown ones."""
+    if fields is None:
+        return
+    if minor < versions.FIELDS_SELECTOR:
+        raise not_acceptable()
+    known = dict(NODE_FIELDS)
+    unknown = [f for f in fields if f not in known]
+    if unknown:
+        raise bad_request(f'Field(s) "{", ".join(unknown)}" are not valid')
+    if any(known[f] > minor for f in fields):
+        raise not_acceptable()
+
+
+def node_view(
+    node: Node,
+    traits: Sequence[str],
+    allocation_uuid: str | None,
+    conductor: str,
+    base_url: str,
+    minor: int,
+    fields: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """A node as Ironic renders it at ``minor``, optionally only ``fields``."""
+    values: dict[str, Any] = {
+        "uuid": node.uuid,
+        "created_at": timestamp(node.created_at),
+        "updated_at": timestamp(node.updated_at),
+        "automated_clean": node.automated_clean,
+        "clean_step": {},
+        "conductor_group": node.conductor_group,
+        "console_enabled": False,
+        "deploy_step": {},
+        "description": node.description,
+        "driver": node.driver,
+        "driver_info": node.driver_info or {},
+        "driver_internal_info": node.driver_internal_info or {},
+        "extra": node.extra or {},
+        "fault": node.fault,
+        "inspection_finished_at": None,
+        "inspection_started_at": None,
+        "instance_info": node.instance_info or {},
+        "instance_uuid": node.instance_uuid,
+        "last_error": node.last_error,
+        "lessee": node.lessee,
+        "maintenance": node.maintenance,
+        "maintenance_reason": node.maintenance_reason,
+        "name": node.name,
+        "network_data": node.network_data or {},
+        "owner": node.owner,
+        "power_state": node.power_state,
+        "properties": node.properties or {},
+        "protected": node.protected,
+        "protected_reason": node.protected_reason,
+        "provision_state": node.provision_state,
+        "provision_updated_at": timestamp(node.provision_updated_at),
+        "raid_config": {},
+        "reservation": None,
+        "resource_class": node.resource_class,
+        "retired": node.retired,
+        "retired_reason": node.retired_reason,
+        "target_power_state": node.target_power_state,
+        "target_provision_state": node.target_provision_state,
+        "target_raid_config": {},
+        "traits": list(traits),
+        "conductor": conductor,
+        "allocation_uuid": allocation_uuid,
+        "chassis_uuid": None,
+    }
+    for iface, (value, _since) in INTERFACES.items():
+        values[iface] = value
+    names = list(fields) if fields is not None else node_fields(minor)
+    links = _links(base_url, f"nodes/{node.uuid}")
+    result: dict[str, Any] = {}
+    for name in names:
+        if name == "conductor":  # Ironic's position for links
+            result["links"] = links
+        result[name] = values[name]
+    result.setdefault("links", links)
+    if fields is None:
+        for sub, since in _NODE_SUBRESOURCES:
+            if minor >= since:
+                result[sub] = _links(base_url, f"nodes/{node.uuid}/{sub}")
+    return result
+
+
+def allocation_fields(minor: int) -> list[str]:
+    """Allocation fields that exist at this version."""
+    names = [
+        "uuid", "created_at", "updated_at", "candidate_nodes", "extra",
+        "last_error", "name", "owner", "resource_class", "state", "traits",
+        "links", "node_uuid",
+    ]
+    if minor < versions.ALLOCATION_OWNER:
+        names.remove("owner")
+    return names
+
+
+def check_allocation_fields(
+    fields: Sequence[str] | None, minor: int
+) -> None:
+    """``fields=`` on allocations: unknown fields are a 400 (Ironic's
+    wording, which lists the fields of this version)."""
+    if fields is None:
+        return
+    known = [
+        "candidate_nodes", "created_at", "extra", "last_error", "links",
+        "name", "node_uuid", "resource_class", "state", "traits",
+        "updated_at", "uuid",
+    ]
+    if minor >= versions.ALLOCATION_OWNER:
+        known.append("owner")
+    for field in fields:
+        if field not in known:
+            raise bad_request(
+                f"Schema error: '{field}' is not one of {known!r}"
+            )
+
+
+def allocation_view(
+    allocation: Allocation,
+    node_uuid: str | None,
+    base_url: str,
+    minor: int,
+    fields: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """An allocation as Ironic renders it at ``minor``."""
+    values: dict[str, Any] = {
+        "uuid": allocation.uuid,
+        "created_at": timestamp(allocation.created_at),
+        "updated_at": timestamp(allocation.updated_at),
+        "candidate_nodes": list(allocation.candidate_nodes or []),
+        "extra": allocation.extra or {},
+        "last_error": allocation.last_error,
+        "name": allocation.name,
+        "owner": allocation.owner,
+        "resource_class": allocation.resource_class,
+        "state": allocation.state,
+        "traits": list(allocation.traits or []),
+        "links": _links(base_url, f"allocations/{allocation.uuid}"),
+        "node_uuid": node_uuid,
+    }
+    names = allocation_fields(minor)
+    if fields is not None:
+        names = [n for n in names if n in fields or n == "links"]
+    return {name: values[name] for name in names}

@@ -1,0 +1,244 @@
+"""The WSGI application: routing, version negotiation, error rendering."""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+import uuid as uuidlib
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from sqlalchemy.exc import DBAPIError, IntegrityError
+from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
+from werkzeug.routing import Map, Rule
+from werkzeug.wrappers import Request, Response
+
+from baremetal_allocclient.server.api import (
+    allocations,
+    capacity,
+    limits,
+    nodes,
+    openapi,
+    versions,
+)
+from baremetal_allocclient.server.api.context import (
+    Context,
+    Services,
+    json_response,
+)
+from baremetal_allocclient.server.api.errors import ApiError
+from baremetal_allocclient.server.db.engine import (
+    is_transient,
+    is_unavailable,
+    short_reason,
+)
+
+LOG = logging.getLogger(__name__)
+
+Handler = Callable[..., Response]
+MAX_BODY = 1024 * 1024
+TRANSIENT_RETRIES = 5
+DB_RETRY_AFTER = 5  # seconds, advertised with 503 while the database is down
+_JITTER = random.SystemRandom()
+
+
+class _Request(Request):
+    """Bodies above MAX_BODY are refused with 413 before being read."""
+
+    max_content_length = MAX_BODY
+
+_ROUTES: list[tuple[str, str, Handler]] = [
+    ("/v1/allocations", "GET", allocations.list_allocations),
+    ("/v1/allocations", "POST", allocations.create_allocation),
+    ("/v1/allocations/<ident>", "GET", allocations.get_allocation),
+    ("/v1/allocations/<ident>", "PATCH", allocations.update_allocation),
+    ("/v1/allocations/<ident>", "DELETE", allocations.delete_allocation),
+    ("/v1/nodes", "GET", nodes.list_nodes),
+    ("/v1/nodes", "POST", nodes.create_node),
+    ("/v1/nodes/detail", "GET",
+     lambda ctx: nodes.list_nodes(ctx, detail=True)),
+    ("/v1/nodes/<ident>", "GET", nodes.get_node),
+    ("/v1/nodes/<ident>", "PATCH", nodes.update_node),
+    ("/v1/nodes/<ident>", "DELETE", nodes.delete_node),
+    ("/v1/nodes/<ident>/allocation", "GET",
+     allocations.get_node_allocation),
+    ("/v1/nodes/<ident>/allocation", "DELETE",
+     allocations.delete_node_allocation),
+    ("/v1/nodes/<ident>/states", "GET", nodes.get_states),
+    ("/v1/nodes/<ident>/states/provision", "PUT",
+     nodes.set_provision_state),
+    ("/v1/nodes/<ident>/states/power", "PUT", nodes.set_power_state),
+    ("/v1/nodes/<ident>/maintenance", "PUT", nodes.set_maintenance),
+    ("/v1/nodes/<ident>/maintenance", "DELETE", nodes.unset_maintenance),
+    ("/v1/nodes/<ident>/validate", "GET", nodes.validate_node),
+    ("/v1/nodes/<ident>/traits", "GET", nodes.get_traits),
+    ("/v1/nodes/<ident>/traits", "PUT", nodes.set_traits),
+    ("/v1/nodes/<ident>/traits", "DELETE", nodes.remove_traits),
+    ("/v1/nodes/<ident>/traits/<trait>", "PUT", nodes.add_trait),
+    ("/v1/nodes/<ident>/traits/<trait>", "DELETE", nodes.remove_trait),
+    ("/v1/openapi.json", "GET", openapi.serve),
+    (capacity.PATH, "GET", capacity.get_capacity),  # our extension
+]
+
+
+def error_body(status: int, message: str) -> dict[str, str]:
+    """Ironic's error document: a JSON string inside ``error_message``."""
+    fault = {
+        "faultcode": "Client" if status < 500 else "Server",
+        "faultstring": message,
+        "debuginfo": None,
+    }
+    return {"error_message": json.dumps(fault)}
+
+
+def version_error_body(status: int, title: str, detail: str) -> dict[str, str]:
+    """The other shape Ironic uses for version-negotiation failures."""
+    inner = {"code": status, "title": title, "description": detail}
+    return {"error_message": json.dumps(inner)}
+
+
+class Application:
+    """The Ironic-compatible WSGI application."""
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self._map = Map(strict_slashes=False, merge_slashes=False)
+        self._handlers: dict[str, Handler] = {}
+        for i, (path, method, handler) in enumerate(_ROUTES):
+            endpoint = f"r{i}"
+            self._map.add(Rule(path, methods=[method], endpoint=endpoint))
+            self._handlers[endpoint] = handler
+
+    def __call__(
+        self, environ: dict[str, Any], start_response: Callable[..., Any]
+    ) -> Iterable[bytes]:
+        request = _Request(environ)
+        request_id = f"req-{uuidlib.uuid4()}"
+        response, version = self._dispatch(request)
+        headers = response.headers
+        headers[versions.MIN_HEADER] = str(versions.MIN_VERSION)
+        headers[versions.MAX_HEADER] = str(versions.MAX_VERSION)
+        if version is not None:
+            headers[versions.HEADER] = str(version)
+        headers["X-OpenStack-Request-Id"] = request_id
+        headers["OpenStack-Request-Id"] = request_id
+        LOG.info(
+            "%s %s %s -> %s user=%s", request.method,
+            request.full_path.rstrip("?"),
+            request.headers.get(versions.HEADER, "-"), response.status_code,
+            environ.get("REMOTE_USER", "-"),
+        )
+        return response(environ, start_response)
+
+    def _base_url(self, request: Request) -> str:
+        return request.host_url.rstrip("/")
+
+    def _dispatch(
+        self, request: Request
+    ) -> tuple[Response, versions.Version | None]:
+        """The response and the version it was served at (``None`` when
+        the requested version was refused: Ironic then sends no version
+        header, only the supported range)."""
+        base = self._base_url(request)
+        path = request.path.rstrip("/") or "/"
+        try:
+            version = versions.parse(request.headers.get(versions.HEADER))
+        except versions.VersionError as exc:
+            # Ironic answers the root in its usual error shape and
+            # everything below /v1 in the {code, title, description} one.
+            if path == "/":
+                body = error_body(406, str(exc))
+            else:
+                body = version_error_body(406, "Not Acceptable", str(exc))
+            return json_response(body, 406), None
+        if path == "/":
+            return json_response(versions.root_document(base)), version
+        if path == "/v1":
+            return json_response(versions.v1_document(base)), version
+        ctx = Context(request, version, base, self.services)
+        try:
+            adapter = self._map.bind_to_environ(request.environ)
+            rule, args = adapter.match(return_rule=True)
+            limits.check_query(
+                rule.rule, request.method, request.args.items(multi=True)
+            )
+            handler = self._handlers[str(rule.endpoint)]
+            return self._call_with_retries(handler, ctx, args), version
+        except ApiError as exc:
+            return json_response(
+                error_body(exc.status, exc.message), exc.status
+            ), version
+        except IntegrityError:
+            # A uniqueness race lost against a concurrent request.
+            return json_response(
+                error_body(409, "The request conflicts with a concurrent "
+                                "change (a name or UUID is already in "
+                                "use); retry."), 409
+            ), version
+        except DBAPIError as exc:
+            if is_unavailable(exc):
+                return self._db_unavailable(request, exc), version
+            if not is_transient(exc):
+                return self._internal_error(request, exc), version
+            return json_response(
+                error_body(409, "The request conflicted with a concurrent "
+                                "change; retry."), 409
+            ), version
+        except MethodNotAllowed:
+            return json_response(
+                error_body(405, "The method is not allowed for this "
+                                "resource."), 405
+            ), version
+        except NotFound:
+            return json_response(
+                error_body(404, "The resource could not be found."), 404
+            ), version
+        except HTTPException as exc:
+            status = exc.code or 500
+            return json_response(
+                error_body(status, exc.description or exc.name), status
+            ), version
+        except Exception as exc:
+            if is_unavailable(exc):  # e.g. no pooled connection in time
+                return self._db_unavailable(request, exc), version
+            return self._internal_error(request, exc), version
+
+    @staticmethod
+    def _call_with_retries(
+        handler: Handler, ctx: Context, args: Mapping[str, Any]
+    ) -> Response:
+        """Run a handler, again when the database reports a deadlock.
+
+        Every handler does its database work in one transaction, so a
+        transient failure left nothing behind and the request can rerun.
+        """
+        for attempt in range(TRANSIENT_RETRIES):
+            try:
+                return handler(ctx, **args)
+            except DBAPIError as exc:
+                if not is_transient(exc) or attempt == TRANSIENT_RETRIES - 1:
+                    raise
+                time.sleep(_JITTER.uniform(0.01, 0.05) * (attempt + 1))
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def _db_unavailable(request: Request, exc: Exception) -> Response:
+        """503 while the database is down or unreachable: the request
+        changed nothing and may be retried; the pool reconnects by
+        itself once the database is back."""
+        LOG.warning("Database unavailable during %s %s: %s", request.method,
+                    request.path, short_reason(exc))
+        response = json_response(
+            error_body(503, "The database is temporarily unavailable; "
+                            "retry later."), 503
+        )
+        response.headers["Retry-After"] = str(DB_RETRY_AFTER)
+        return response
+
+    @staticmethod
+    def _internal_error(request: Request, exc: Exception) -> Response:
+        LOG.error("Unexpected error in %s %s", request.method, request.path,
+                  exc_info=exc)
+        return json_response(error_body(500, f"Internal error: {exc}"), 500)

@@ -1,0 +1,1 @@
+"""Allocation backends: where nodes are selected and claimed."""

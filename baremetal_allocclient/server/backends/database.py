@@ -1,0 +1,120 @@
+"""The database backend: select and reserve nodes with SQL alone.
+
+This is the default.  Candidates come from one query applying every
+filter; the reservation is a compare-and-set transaction
+(:func:`queries.reserve`), so concurrent workers and processes sharing
+the database never give one node to two allocations.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import ColumnElement
+
+from baremetal_allocclient.server.backends.base import Job
+from baremetal_allocclient.server.db import queries
+from baremetal_allocclient.server.db.engine import Database
+from baremetal_allocclient.server.logic import selection
+from baremetal_allocclient.server.placement import model, snapshot
+
+LOG = logging.getLogger(__name__)
+
+# How many times all candidates may be taken by concurrent requests before
+# the allocation fails; each round searches the database again.
+SEARCH_ROUNDS = 5
+
+
+def explain(db: Database, job: Job, tried: int) -> str:
+    """Why no node was found: the filter that removed the last one."""
+    filters = list(job.filters)
+    with db.read() as session:
+        counts = queries.cumulative_counts(session, job.request, filters)
+    emptied = selection.first_empty(job.request, counts)
+    if emptied is None:  # nodes appeared meanwhile; they were raced
+        return selection.reservation_failure(tried)
+    return selection.empty_reason(job.request, emptied)
+
+
+def fail(db: Database, job: Job, reason: str) -> None:
+    """Move the allocation to ``error`` with Ironic's wording."""
+    message = selection.failure_message(job.allocation_uuid, reason)
+    if queries.fail_allocation(db, job.allocation_id, job.affinity, message):
+        LOG.info("Allocation %s finished: error", job.allocation_uuid)
+
+
+def db_capacity(
+    db: Database,
+    resource_class: str | None,
+    visible: ColumnElement[bool] | None = None,
+) -> list[model.CapacityRow]:
+    """Capacity rows computed from the database's node facts."""
+    with db.read() as session:
+        facts = snapshot.node_facts(
+            session, resource_class=resource_class, visible=visible
+        )
+    return model.capacity(facts, resource_class)
+
+
+class DatabaseBackend:
+    """Allocation straight from the database (no external service)."""
+
+    name = "database"
+
+    def __init__(self, db: Database, rng: random.Random | None = None) -> None:
+        self._db = db
+        self._rng = rng or random.SystemRandom()
+        self._rng_lock = threading.Lock()
+
+    def start(self) -> None:
+        """Nothing runs in the background."""
+
+    def stop(self) -> None:
+        """Nothing runs in the background."""
+
+    def allocate(self, job: Job) -> None:
+        """Select and reserve a node, or record why there is none."""
+        filters = list(job.filters)
+        tried = 0
+        for _round in range(SEARCH_ROUNDS):
+            with self._db.read() as session:
+                top = queries.highest_node_id(session)
+                with self._rng_lock:
+                    pivot = self._rng.randint(1, max(top, 1))
+                found = queries.candidate_window(
+                    session, job.request, filters, pivot
+                )
+            if not found:
+                fail(self._db, job, explain(self._db, job, tried))
+                return
+            with self._rng_lock:
+                order = selection.order_candidates(
+                    found, job.request.name, self._rng
+                )
+            for node_id in order:
+                outcome = queries.reserve(
+                    self._db, job.allocation_id, job.allocation_uuid,
+                    node_id, job.request, filters, job.affinity,
+                )
+                if outcome is queries.Reservation.RESERVED:
+                    LOG.info("Allocation %s finished: active on node id %d",
+                             job.allocation_uuid, node_id)
+                if outcome is not queries.Reservation.NODE_TAKEN:
+                    return
+            tried = len(order)
+        fail(self._db, job, selection.reservation_failure(tried))
+
+    def capacity(
+        self,
+        resource_class: str | None,
+        visible: ColumnElement[bool] | None = None,
+    ) -> Sequence[dict[str, Any]]:
+        """Capacity from the database."""
+        return [
+            row.as_dict()
+            for row in db_capacity(self._db, resource_class, visible)
+        ]

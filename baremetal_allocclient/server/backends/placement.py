@@ -1,0 +1,309 @@
+"""The Placement backend: claim nodes through OpenStack Placement.
+
+Selection asks Placement for allocation candidates (one unit of the
+node's normalised resource class, the requested traits as
+``required=``), narrowed by the database's own filters (resource class,
+availability, candidate nodes, owner/lessee, traits).  With
+``candidate_nodes``, each candidate is queried on its own with
+``in_tree=<node uuid>`` in random order, stopping at the first claim (one
+query per candidate tried, usually one).  The claim is
+``PUT /allocations/{allocation uuid}`` with ``consumer_generation: null``;
+a 409 with ``placement.concurrent_update`` (a generation moved) retries
+the same node, any other 409 (capacity gone: another service claimed the
+node) moves on.  After the claim the database bookkeeping is the same
+compare-and-set as the database backend; if it fails the claim is
+deleted, so nothing is left half-claimed.
+
+Placement unreachable: the worker waits up to ``wait`` seconds for it,
+then the allocation goes to ``error`` with a clear ``last_error``.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import ColumnElement, select
+
+from baremetal_allocclient.server.backends import database
+from baremetal_allocclient.server.backends.base import Job
+from baremetal_allocclient.server.db import queries
+from baremetal_allocclient.server.db.engine import Database
+from baremetal_allocclient.server.db.models import Node
+from baremetal_allocclient.server.logic import selection
+from baremetal_allocclient.server.placement import model
+from baremetal_allocclient.server.placement.client import (
+    PlacementClient,
+    PlacementError,
+    PlacementUnavailable,
+)
+from baremetal_allocclient.server.placement.sync import PlacementSync
+
+LOG = logging.getLogger(__name__)
+
+SEARCH_ROUNDS = 5
+CLAIM_RETRIES = 3
+UNREACHABLE_PAUSE = 0.5
+
+
+class PlacementBackend:
+    """Allocation through Placement, bookkeeping in the database."""
+
+    name = "placement"
+
+    def __init__(
+        self,
+        db: Database,
+        client: PlacementClient,
+        sync: PlacementSync,
+        project_id: str,
+        user_id: str,
+        wait: float = 30.0,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._db = db
+        self.client = client
+        self.sync = sync
+        self._project = project_id
+        self._user = user_id
+        self._wait = wait
+        self._rng = rng or random.SystemRandom()
+        self._rng_lock = threading.Lock()
+
+    def start(self) -> None:
+        """Start the sync (its first round is a full reconciliation)."""
+        self.sync.start()
+
+    def stop(self) -> None:
+        """Stop the sync."""
+        self.sync.stop()
+
+    # -- allocation -----------------------------------------------------
+    def allocate(self, job: Job) -> None:
+        """Claim in Placement, then in the database; or record why not."""
+        deadline = time.monotonic() + self._wait
+        while True:
+            try:
+                self._allocate(job)
+                return
+            except PlacementUnavailable as exc:
+                if time.monotonic() >= deadline:
+                    self._release_quietly(job.allocation_uuid)
+                    database.fail(
+                        self._db, job,
+                        f"Placement is unreachable (waited "
+                        f"{self._wait:g} s): {exc}",
+                    )
+                    return
+                time.sleep(UNREACHABLE_PAUSE)
+            except PlacementError as exc:
+                self._release_quietly(job.allocation_uuid)
+                database.fail(self._db, job, f"Placement refused: {exc}")
+                return
+
+    def _allocate(self, job: Job) -> None:
+        request = job.request
+        rc = model.normalize_resource_class(request.resource_class)
+        # An earlier attempt (before a restart or take-over) may have
+        # claimed already: finish that claim first.
+        for held in self.client.consumer_allocations(job.allocation_uuid):
+            found = self._eligible(job, [held]).get(held)
+            outcome = (
+                self._reserve(job, found[0], held)
+                if found is not None else queries.Reservation.NODE_TAKEN
+            )
+            if outcome is not queries.Reservation.NODE_TAKEN:
+                return
+            self.client.delete_consumer(job.allocation_uuid)
+        tried = 0
+        synced = False
+        for _round in range(SEARCH_ROUNDS):
+            order = self._ordered_candidates(job, rc, final=synced)
+            if order is None:
+                return  # failed with a reason
+            if not order:
+                # The database has matching nodes Placement does not offer
+                # (yet): push pending node changes now, then ask again.
+                self.sync.run_once()
+                synced = True
+                continue
+            offered = 0
+            for node_uuid, node_id in order:
+                if request.candidate_nodes and node_uuid not in (
+                    self.client.allocation_candidates(
+                        rc, request.traits, in_tree=node_uuid
+                    )
+                ):
+                    continue
+                offered += 1
+                outcome = self._claim(job, rc, node_uuid, node_id)
+                if outcome is not queries.Reservation.NODE_TAKEN:
+                    return
+            tried = len(order)
+            if not offered:
+                if synced:
+                    database.fail(self._db, job, (
+                        f"Placement offers none of the {tried} matching "
+                        f"requested nodes for {rc}"
+                    ))
+                    return
+                self.sync.run_once()
+                synced = True
+        database.fail(self._db, job, selection.reservation_failure(tried))
+
+    def _ordered_candidates(
+        self, job: Job, rc: str, final: bool
+    ) -> list[tuple[str, int]] | None:
+        """(uuid, id) pairs to try; None after failing the job; empty when
+        Placement lags behind the database and ``final`` is False."""
+        request = job.request
+        if request.candidate_nodes:
+            pool = list(request.candidate_nodes)  # in_tree per node later
+        else:
+            pool = self.client.allocation_candidates(rc, request.traits)
+        eligible = self._eligible(job, pool)
+        if not eligible:
+            reason = database.explain(self._db, job, 0)
+            if not request.candidate_nodes:
+                with self._db.read() as session:
+                    matching = queries.candidates(
+                        session, request, list(job.filters)
+                    )
+                if matching and not final:
+                    return []
+                if matching:
+                    reason = (
+                        f"Placement offers none of the {len(matching)} "
+                        f"matching nodes for {rc}"
+                    )
+            database.fail(self._db, job, reason)
+            return None
+        with self._rng_lock:
+            ids = selection.order_candidates(
+                list(eligible.values()), request.name, self._rng
+            )
+        by_id = {nid: uuid for uuid, (nid, _n) in eligible.items()}
+        return [(by_id[nid], nid) for nid in ids]
+
+    def _eligible(
+        self, job: Job, uuids: Sequence[str]
+    ) -> dict[str, tuple[int, str | None]]:
+        """The given nodes passing every database filter: uuid -> (id,
+        name)."""
+        if not uuids:
+            return {}
+        with self._db.read() as session:
+            rows = session.execute(
+                select(Node.id, Node.uuid, Node.name).where(
+                    Node.uuid.in_(list(uuids)),
+                    *queries.predicates(job.request, list(job.filters)),
+                )
+            )
+            return {str(u): (int(i), n) for i, u, n in rows}
+
+    def _claim(
+        self, job: Job, rc: str, node_uuid: str, node_id: int
+    ) -> queries.Reservation:
+        project = job.request.owner or self._project
+        for attempt in range(CLAIM_RETRIES):
+            try:
+                self.client.claim(job.allocation_uuid, node_uuid, rc,
+                                  project, self._user)
+                break
+            except PlacementError as exc:
+                if exc.status != 409:
+                    raise
+                if not exc.concurrent_update:
+                    LOG.debug("Node %s taken in Placement: %s", node_uuid,
+                              exc.detail)
+                    return queries.Reservation.NODE_TAKEN
+                held = self.client.consumer_allocations(job.allocation_uuid)
+                if held:  # our own earlier claim (e.g. a lost response)
+                    if node_uuid in held:
+                        break
+                    self.client.delete_consumer(job.allocation_uuid)
+                if attempt == CLAIM_RETRIES - 1:
+                    return queries.Reservation.NODE_TAKEN
+        return self._reserve(job, node_id, node_uuid)
+
+    def _reserve(
+        self, job: Job, node_id: int, node_uuid: str
+    ) -> queries.Reservation:
+        """The database half; undoes the Placement claim unless it won."""
+        try:
+            outcome = queries.reserve(
+                self._db, job.allocation_id, job.allocation_uuid, node_id,
+                job.request, list(job.filters), job.affinity,
+            )
+        except Exception:
+            self._release_quietly(job.allocation_uuid)
+            raise
+        if outcome is queries.Reservation.RESERVED:
+            self.sync.record_claim(job.allocation_uuid, node_uuid)
+            LOG.info("Allocation %s finished: active on node %s (claimed "
+                     "in Placement)", job.allocation_uuid, node_uuid)
+        else:
+            self.client.delete_consumer(job.allocation_uuid)
+        return outcome
+
+    def _release_quietly(self, consumer: str) -> None:
+        """Best effort; the reconciliation removes what this misses."""
+        try:
+            self.client.delete_consumer(consumer)
+        except (PlacementError, PlacementUnavailable) as exc:
+            LOG.warning("Could not remove claim %s yet: %s", consumer, exc)
+
+    # -- capacity -------------------------------------------------------
+    def capacity(
+        self,
+        resource_class: str | None,
+        visible: ColumnElement[bool] | None = None,
+    ) -> Sequence[dict[str, Any]]:
+        """The database view plus what Placement reports per class."""
+        rows = database.db_capacity(self._db, resource_class, visible)
+        result = []
+        for row in rows:
+            entry = row.as_dict()
+            entry["placement"] = self._placement_view(
+                row.resource_class, visible
+            )
+            result.append(entry)
+        return result
+
+    def _placement_view(
+        self, resource_class: str, visible: ColumnElement[bool] | None
+    ) -> dict[str, Any]:
+        rc = model.normalize_resource_class(resource_class)
+        query = select(Node.uuid).where(Node.resource_class == resource_class)
+        if visible is not None:
+            query = query.where(visible)
+        with self._db.read() as session:
+            uuids = [str(u) for u in session.scalars(query)]
+        total = reserved = used = 0
+        try:
+            for uuid in uuids:
+                try:
+                    _gen, inventories = self.client.inventories(uuid)
+                except PlacementError as exc:
+                    if exc.status == 404:
+                        continue
+                    raise
+                inventory = inventories.get(rc)
+                if inventory is None:
+                    continue
+                total += int(inventory["total"])
+                reserved += int(inventory["reserved"])
+                used += self.client.usages(uuid).get(rc, 0)
+        except (PlacementError, PlacementUnavailable) as exc:
+            return {"resource_class": rc, "error": str(exc)}
+        return {
+            "resource_class": rc,
+            "total": total,
+            "reserved": reserved,
+            "used": used,
+            "free": max(total - reserved - used, 0),
+        }

@@ -1,0 +1,374 @@
+"""``baremetal-alloc-server``: serve, db upgrade, enroll."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Sequence
+from types import FrameType
+
+from baremetal_allocclient.server import security
+from baremetal_allocclient.server.backends import options as backend_options
+
+LOG = logging.getLogger("baremetal_allocclient.server")
+LISTEN_BACKLOG = 1024
+RESUME_RETRY = 5  # seconds between resume attempts while the DB is down
+
+
+def default_db_url() -> str:
+    """An SQLite file in the per-user state directory (created on demand)."""
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "state"
+    )
+    directory = os.path.join(state, "baremetal-allocclient")
+    os.makedirs(directory, exist_ok=True)
+    return "sqlite:///" + os.path.join(directory, "server.sqlite")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="baremetal-alloc-server",
+        description="Ironic-compatible reference server for allocations.",
+    )
+    levels = ["DEBUG", "INFO", "WARNING", "ERROR"]
+    parser.add_argument("--log-level", default="INFO", choices=levels)
+    # Also accepted after the sub-command; it only overrides when given.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--log-level", default=argparse.SUPPRESS, choices=levels
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def add_db(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--db", default=None,
+            help="SQLAlchemy database URL (default: an SQLite file in "
+                 "$XDG_STATE_HOME/baremetal-allocclient/)",
+        )
+
+    serve = sub.add_parser(
+        "serve", help="run the API server", parents=[common]
+    )
+    add_db(serve)
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=6385)
+    serve.add_argument(
+        "--upgrade", action="store_true",
+        help="upgrade an out-of-date schema instead of refusing to start",
+    )
+    serve.add_argument(
+        "--workers", type=_positive, default=8,
+        help="allocation worker threads (default 8)",
+    )
+    serve.add_argument(
+        "--pending", type=_non_negative, default=1000,
+        help="allocations that may wait for a free worker; beyond that "
+             "POST /v1/allocations answers 503 and stores nothing "
+             "(default 1000)",
+    )
+    serve.add_argument(
+        "--threads", type=_positive, default=32,
+        help="HTTP request threads (default 32)",
+    )
+    serve.add_argument(
+        "--conductor-name", default=socket.gethostname(),
+        help="this process's name for allocation affinity (default: host "
+             "name); a restart with the same name resumes its allocations",
+    )
+    serve.add_argument(
+        "--step-delay", type=float, default=0.05,
+        help="seconds each fake-hardware state lasts (default 0.05)",
+    )
+    security.add_options(serve)
+    backend_options.add_options(serve)
+    serve.add_argument(
+        "--heartbeat-interval", type=_seconds, default=10.0,
+        help="seconds between this conductor's heartbeats (default 10)",
+    )
+    serve.add_argument(
+        "--heartbeat-timeout", type=_seconds, default=60.0,
+        help="a conductor silent for longer is dead and its allocating "
+             "allocations are taken over (default 60)",
+    )
+    serve.add_argument(
+        "--takeover-interval", type=_seconds_or_zero, default=60.0,
+        help="seconds between take-over rounds; 0 disables take-over "
+             "(default 60)",
+    )
+    serve.add_argument(
+        "--allocation-delay", type=_seconds_or_zero, default=0.0,
+        help="testing aid: seconds each allocation waits before a worker "
+             "processes it (default 0)",
+    )
+
+    db = sub.add_parser("db", help="database management")
+    db_sub = db.add_subparsers(dest="db_command", required=True)
+    upgrade = db_sub.add_parser(
+        "upgrade", help="apply schema migrations", parents=[common]
+    )
+    add_db(upgrade)
+
+    enroll = sub.add_parser(
+        "enroll", help="enroll nodes from a bifrost-style inventory",
+        parents=[common],
+    )
+    add_db(enroll)
+    enroll.add_argument("file", help="inventory file (JSON or YAML)")
+    return parser
+
+
+def _positive(value: str) -> int:
+    number = _non_negative(value)
+    if number == 0:
+        raise argparse.ArgumentTypeError("must be a positive integer")
+    return number
+
+
+def _non_negative(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError("must be an integer") from None
+    if number < 0:
+        raise argparse.ArgumentTypeError("must not be negative")
+    return number
+
+
+def _seconds_or_zero(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError("must be a number") from None
+    if not 0 <= number < float("inf"):
+        raise argparse.ArgumentTypeError("must be a non-negative number")
+    return number
+
+
+def _seconds(value: str) -> float:
+    number = _seconds_or_zero(value)
+    if number == 0:
+        raise argparse.ArgumentTypeError("must be a positive number")
+    return number
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command == "serve" and (
+        args.heartbeat_timeout <= args.heartbeat_interval
+    ):
+        parser.error("--heartbeat-timeout must be longer than "
+                     "--heartbeat-interval")
+    logging.basicConfig(
+        level=args.log_level, stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    if args.log_level != "DEBUG":
+        logging.getLogger("alembic").setLevel(logging.WARNING)
+    try:
+        from baremetal_allocclient.server.db.engine import Database
+    except ImportError as exc:
+        print(
+            f"baremetal-alloc-server: missing dependency ({exc}); install "
+            f"'baremetal-allocclient[server]'",
+            file=sys.stderr,
+        )
+        return 2
+    url = args.db or default_db_url()
+    db = Database(url)
+    try:
+        if args.command == "db":
+            db.upgrade()
+            current, _head = db.schema_revisions()
+            print(f"Database schema is at revision {current}")
+            return 0
+        if args.command == "enroll":
+            return _enroll(db, args.file)
+        return _serve(db, args)
+    finally:
+        db.dispose()
+
+
+def _enroll(db: object, path: str) -> int:
+    from baremetal_allocclient.server import inventory
+    from baremetal_allocclient.server.db.engine import (
+        Database,
+        SchemaOutOfDate,
+    )
+
+    assert isinstance(db, Database)
+    try:
+        db.check_schema()
+        with open(path, encoding="utf-8") as stream:
+            specs = inventory.load(stream.read(), path)
+        created, skipped = inventory.enroll(db, specs)
+    except (OSError, inventory.InventoryError, SchemaOutOfDate) as exc:
+        print(f"baremetal-alloc-server: {exc}", file=sys.stderr)
+        return 1
+    message = f"Enrolled {created} node(s)"
+    if skipped:
+        message += f", skipped {skipped} already present"
+    print(message)
+    return 0
+
+
+def _serve(db: object, args: argparse.Namespace) -> int:
+    from cheroot import wsgi
+    from sqlalchemy.exc import DBAPIError
+
+    from baremetal_allocclient.server.api.context import Services
+    from baremetal_allocclient.server.app import Application
+    from baremetal_allocclient.server.conductor.fake_hardware import (
+        FakeHardware,
+    )
+    from baremetal_allocclient.server.conductor.membership import (
+        ConductorNameInUse,
+        Membership,
+    )
+    from baremetal_allocclient.server.conductor.takeover import Takeover
+    from baremetal_allocclient.server.conductor.workers import (
+        AllocationWorkers,
+    )
+    from baremetal_allocclient.server.db.engine import (
+        Database,
+        SchemaOutOfDate,
+    )
+    from baremetal_allocclient.server.db.models import utcnow
+
+    assert isinstance(db, Database)
+    try:
+        setup = security.configure(args)
+    except security.SecurityConfigError as exc:
+        print(f"baremetal-alloc-server: {exc}", file=sys.stderr)
+        return 2
+    try:
+        backend = backend_options.build(db, args)
+    except backend_options.BackendConfigError as exc:
+        print(f"baremetal-alloc-server: {exc}", file=sys.stderr)
+        return 1
+    try:
+        if args.upgrade:
+            db.upgrade()
+        db.check_schema()
+        membership = Membership(
+            db, args.conductor_name, args.heartbeat_interval,
+            args.heartbeat_timeout,
+        )
+        membership.join()
+    except (SchemaOutOfDate, ConductorNameInUse) as exc:
+        print(f"baremetal-alloc-server: {exc}", file=sys.stderr)
+        return 1
+    except DBAPIError as exc:
+        print(f"baremetal-alloc-server: cannot use the database "
+              f"{_redact(db.url)}: {exc.orig or exc}", file=sys.stderr)
+        return 1
+    started = utcnow()
+    membership.start()
+    workers = AllocationWorkers(
+        db, args.conductor_name, args.workers, backlog=args.pending,
+        allocation_delay=args.allocation_delay, backend=backend,
+    )
+    takeover = Takeover(
+        db, workers, args.heartbeat_timeout, args.takeover_interval
+    )
+    hardware = FakeHardware(db, step_delay=args.step_delay)
+    app = setup.wrap(
+        Application(
+            Services(db, workers, hardware, args.conductor_name, backend)
+        )
+    )
+    server = wsgi.Server(
+        (args.host, args.port), app, numthreads=args.threads,
+        server_name="baremetal-alloc-server",
+        # A burst of clients connecting at once must queue, not be reset.
+        request_queue_size=LISTEN_BACKLOG,
+    )
+    server.ssl_adapter = setup.ssl_adapter
+    # Bounded request lines and headers (cheroot's default is unlimited).
+    server.max_request_header_size = security.MAX_HEADER_BYTES
+    stop = threading.Event()
+
+    def _on_signal(signum: int, _frame: FrameType | None) -> None:
+        LOG.info("Received signal %d, stopping", signum)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, _on_signal)
+    try:
+        server.prepare()
+    except OSError as exc:
+        print(
+            f"baremetal-alloc-server: cannot listen on "
+            f"{args.host}:{args.port}: {exc}",
+            file=sys.stderr,
+        )
+        membership.leave()  # free the name for the next attempt at once
+        return 1
+    thread = threading.Thread(target=server.serve, name="http", daemon=True)
+    thread.start()
+    threading.Thread(
+        target=_resume, args=(workers, started), name="resume", daemon=True
+    ).start()
+    takeover.start()
+    hardware.resume()
+    backend.start()
+    LOG.info("Serving on %s://%s:%d (database %s, auth %s, backend %s)",
+             setup.scheme, args.host, args.port, _redact(db.url),
+             args.auth_strategy, backend.name)
+    while not stop.wait(1.0):
+        if not thread.is_alive():
+            LOG.error("HTTP server thread died")
+            break
+    # Graceful stop: no new requests, no new take-overs; running
+    # allocations finish, queued ones stay ``allocating`` under this name
+    # and marking the conductor offline lets others take them over now.
+    server.stop()
+    takeover.stop()
+    workers.shutdown()
+    backend.stop()
+    hardware.shutdown()
+    membership.leave()
+    return 0
+
+
+def _resume(workers: object, started: object) -> None:
+    """Queue this conductor's leftovers (in the background: it waits for
+    free worker slots when there are more leftovers than slots, and for
+    the database when it is unreachable)."""
+    import datetime
+    import time
+
+    from baremetal_allocclient.server.conductor.workers import (
+        AllocationWorkers,
+    )
+    from baremetal_allocclient.server.db.engine import is_unavailable
+
+    assert isinstance(workers, AllocationWorkers)
+    assert isinstance(started, datetime.datetime)
+    while True:
+        try:
+            workers.resume(created_before=started)
+            return
+        except Exception as exc:
+            if not is_unavailable(exc):
+                raise
+        LOG.warning("Resume postponed, database unavailable; retrying in "
+                    "%d s", RESUME_RETRY)
+        time.sleep(RESUME_RETRY)
+
+
+def _redact(url: str) -> str:
+    """Hide a password in a database URL before logging it."""
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Background work: allocation workers and fake hardware."""

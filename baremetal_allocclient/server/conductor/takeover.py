@@ -1,0 +1,146 @@
+"""The periodic take-over of dead conductors' allocations.
+
+Every live process runs it.  Each round it judges the registrations
+(:func:`liveness.orphaned_affinities`), claims at most as many orphaned
+``allocating`` rows as it has free worker slots, each one with the spec's
+compare-and-set on ``conductor_affinity``, and hands the rows it won to
+its workers.  Two processes racing for a row cannot both win it, and the
+workers' own writes are guarded by the new affinity, so a slow former
+owner cannot overwrite the result either.
+
+The same round also re-queues this process's own ``allocating`` rows that
+no worker here holds any more (a failure could not even be recorded, or
+a restart had more leftovers than slots), so nothing stays ``allocating``
+while the process lives.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import threading
+
+from baremetal_allocclient.server.conductor.liveness import (
+    orphaned_affinities,
+    takeover_plan,
+)
+from baremetal_allocclient.server.conductor.workers import AllocationWorkers
+from baremetal_allocclient.server.db import conductors
+from baremetal_allocclient.server.db.engine import Database, is_unavailable
+from baremetal_allocclient.server.db.models import utcnow
+
+LOG = logging.getLogger(__name__)
+
+# Own rows younger than this are left alone by the re-queue: the request
+# that stored one may not have handed it to a worker yet.
+OWN_GRACE = datetime.timedelta(seconds=10)
+
+
+class Takeover:
+    """Runs :meth:`run_once` every ``interval`` seconds in a thread."""
+
+    def __init__(
+        self,
+        db: Database,
+        workers: AllocationWorkers,
+        heartbeat_timeout: float,
+        interval: float,
+    ) -> None:
+        self._db = db
+        self._workers = workers
+        self.me = workers.affinity
+        self.timeout = datetime.timedelta(seconds=heartbeat_timeout)
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Start the periodic thread (no-op when the interval is 0)."""
+        if self.interval <= 0:
+            LOG.info("Take-over of dead conductors' allocations disabled")
+            return
+        LOG.info(
+            "Taking over dead conductors' allocations every %g s (dead "
+            "after %g s without heartbeat)", self.interval,
+            self.timeout.total_seconds(),
+        )
+        self._thread = threading.Thread(
+            target=self._loop, name="takeover", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop after the current round."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.run_once()
+            except Exception as exc:
+                if not is_unavailable(exc):
+                    LOG.exception("Take-over round failed")
+                else:
+                    LOG.warning("Take-over round skipped, database "
+                                "unavailable")
+
+    def run_once(self) -> int:
+        """One round; returns how many allocations were claimed."""
+        claimed = self._take_over_dead()
+        claimed += self._requeue_own()
+        return claimed
+
+    def _take_over_dead(self) -> int:
+        counts = conductors.allocating_affinities(self._db)
+        if not any(a != self.me for a in counts):
+            return 0
+        rows, now = conductors.conductors_and_now(self._db)
+        orphans = orphaned_affinities(counts, rows, now, self.timeout,
+                                      self.me)
+        plan = takeover_plan({a: counts[a] for a in orphans},
+                             self._workers.free_slots())
+        claimed = 0
+        for dead, count in plan:
+            for allocation_id, uuid in conductors.allocating_ids(
+                self._db, dead, count
+            ):
+                if self._stop.is_set():
+                    return claimed
+                if not self._workers.try_reserve_slot():
+                    return claimed
+                try:
+                    won = conductors.take_over(
+                        self._db, allocation_id, dead, self.me
+                    )
+                except BaseException:
+                    self._workers.release_slot()
+                    raise
+                if not won:
+                    self._workers.release_slot()
+                    continue
+                LOG.info("Took over allocation %s from dead conductor %s",
+                         uuid, dead)
+                self._workers.submit(allocation_id)
+                claimed += 1
+        return claimed
+
+    def _requeue_own(self) -> int:
+        free = self._workers.free_slots()
+        if free <= 0:
+            return 0
+        requeued = 0
+        # Rows queued here are among the oldest; look past them.
+        limit = free + self._workers.inflight_count()
+        for allocation_id, uuid in conductors.allocating_ids(
+            self._db, self.me, limit, created_before=utcnow() - OWN_GRACE
+        ):
+            if self._workers.is_inflight(allocation_id):
+                continue
+            if not self._workers.try_reserve_slot():
+                break
+            LOG.info("Re-queueing own allocation %s", uuid)
+            self._workers.submit(allocation_id)
+            requeued += 1
+        return requeued

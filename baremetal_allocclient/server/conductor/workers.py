@@ -1,0 +1,238 @@
+"""The allocation worker pool: finishes ``allocating`` allocations.
+
+The pool is bounded.  The API takes a slot *before* it writes the
+allocation row (:meth:`AllocationWorkers.try_reserve_slot`), so a request
+the pool could not accept is refused with 503 and leaves nothing behind.
+The take-over task claims slots the same way before it claims rows.
+
+A worker that loses the database keeps the row ``allocating`` and tries
+again with a growing pause; on stop it leaves the row for the next start
+or for another process's take-over.  Nothing is marked ``error`` because
+the database was unreachable.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import random
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from sqlalchemy import select
+
+from baremetal_allocclient.server.backends.base import Backend, Job
+from baremetal_allocclient.server.backends.database import DatabaseBackend
+from baremetal_allocclient.server.db import conductors, queries
+from baremetal_allocclient.server.db.engine import (
+    Database,
+    is_unavailable,
+    short_reason,
+)
+from baremetal_allocclient.server.db.models import Allocation
+from baremetal_allocclient.server.logic import selection
+
+LOG = logging.getLogger(__name__)
+
+# Pause before retrying an allocation after the database was unreachable.
+RETRY_FIRST = 0.5
+RETRY_MAX = 5.0
+
+
+class _Slots:
+    """A counting limit whose free count can be read (unlike Semaphore)."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._used = 0
+        self._cond = threading.Condition()
+
+    def try_acquire(self) -> bool:
+        with self._cond:
+            if self._used >= self.capacity:
+                return False
+            self._used += 1
+            return True
+
+    def acquire(self, stop: threading.Event) -> bool:
+        """Wait for a slot; False when ``stop`` is set first."""
+        with self._cond:
+            while self._used >= self.capacity:
+                if stop.is_set():
+                    return False
+                self._cond.wait(0.5)
+            self._used += 1
+            return True
+
+    def release(self) -> None:
+        with self._cond:
+            if self._used <= 0:
+                raise RuntimeError("slot released more often than taken")
+            self._used -= 1
+            self._cond.notify()
+
+    def free(self) -> int:
+        with self._cond:
+            return self.capacity - self._used
+
+
+class AllocationWorkers:
+    """A bounded thread pool processing allocations owned by ``affinity``."""
+
+    def __init__(
+        self,
+        db: Database,
+        affinity: str,
+        workers: int = 8,
+        backlog: int = 1000,
+        rng: random.Random | None = None,
+        allocation_delay: float = 0.0,
+        backend: Backend | None = None,
+    ) -> None:
+        self._db = db
+        # Selection and claiming (database by default, or Placement).
+        self.backend: Backend = backend or DatabaseBackend(db, rng)
+        self.affinity = affinity
+        self._pool = ThreadPoolExecutor(
+            max_workers=workers, thread_name_prefix="allocation"
+        )
+        self._slots = _Slots(workers + backlog)
+        # Test aid (serve --allocation-delay): keeps rows ``allocating``
+        # long enough to kill the process holding them.
+        self._delay = allocation_delay
+        self._stopping = threading.Event()
+        self._inflight: set[int] = set()
+        self._inflight_lock = threading.Lock()
+
+    # -- admission -----------------------------------------------------
+    def try_reserve_slot(self) -> bool:
+        """Claim room for one more allocation without blocking."""
+        if self._stopping.is_set():
+            return False
+        return self._slots.try_acquire()
+
+    def release_slot(self) -> None:
+        """Give back a slot whose allocation was never stored."""
+        self._slots.release()
+
+    def free_slots(self) -> int:
+        """How many more allocations could be accepted right now."""
+        return 0 if self._stopping.is_set() else self._slots.free()
+
+    def submit(self, allocation_id: int) -> None:
+        """Process a stored allocation; the caller holds a slot."""
+        with self._inflight_lock:
+            self._inflight.add(allocation_id)
+        try:
+            self._pool.submit(self._run, allocation_id)
+        except RuntimeError:  # pool shut down: stopping
+            self._done(allocation_id)
+            LOG.info("Stopping: allocation %s left for resume or "
+                     "take-over", allocation_id)
+
+    def is_inflight(self, allocation_id: int) -> bool:
+        """True while this process has the allocation queued or running."""
+        with self._inflight_lock:
+            return allocation_id in self._inflight
+
+    def inflight_count(self) -> int:
+        """How many allocations this process has queued or running."""
+        with self._inflight_lock:
+            return len(self._inflight)
+
+    def resume(self, created_before: datetime.datetime | None = None) -> int:
+        """Queue the allocations this conductor left in ``allocating``.
+
+        Waits for free slots rather than refusing, so a restart with more
+        leftovers than slots still resumes every one (call it from a
+        background thread).  Allocations already queued here are skipped.
+        """
+        resumed = 0
+        for allocation_id, _uuid in conductors.allocating_ids(
+            self._db, self.affinity, limit=None,
+            created_before=created_before,
+        ):
+            if self.is_inflight(allocation_id):
+                continue
+            if not self._slots.acquire(self._stopping):
+                break
+            self.submit(allocation_id)
+            resumed += 1
+        if resumed:
+            LOG.info("Resuming %d unfinished allocation(s)", resumed)
+        return resumed
+
+    def shutdown(self) -> None:
+        """Finish running allocations; queued ones stay ``allocating``
+        in the database for the next start or another process."""
+        self._stopping.set()
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    # -- processing ----------------------------------------------------
+    def _done(self, allocation_id: int) -> None:
+        with self._inflight_lock:
+            self._inflight.discard(allocation_id)
+        self._slots.release()
+
+    def _run(self, allocation_id: int) -> None:
+        try:
+            if self._stopping.wait(self._delay):
+                return
+            pause = RETRY_FIRST
+            while True:
+                try:
+                    self.process(allocation_id)
+                    return
+                except Exception as exc:
+                    if not is_unavailable(exc):
+                        raise
+                    LOG.warning(
+                        "Database unavailable while processing allocation "
+                        "%s, retrying in %.1f s: %s", allocation_id, pause,
+                        short_reason(exc),
+                    )
+                if self._stopping.wait(pause):
+                    LOG.info("Stopping: allocation %s left for resume or "
+                             "take-over", allocation_id)
+                    return
+                pause = min(pause * 2, RETRY_MAX)
+        except Exception as exc:
+            LOG.exception("Allocation %s failed unexpectedly", allocation_id)
+            try:
+                queries.fail_allocation(
+                    self._db,
+                    allocation_id,
+                    self.affinity,
+                    f"Unexpected exception during allocation: {exc}",
+                )
+            except Exception:
+                LOG.exception("Could not record failure of %s", allocation_id)
+        finally:
+            self._done(allocation_id)
+
+    def process(self, allocation_id: int) -> None:
+        """Hand an allocation this conductor owns to the backend, which
+        selects and reserves a node or records why there is none."""
+        with self._db.read() as session:
+            allocation = session.scalars(
+                select(Allocation).where(Allocation.id == allocation_id)
+            ).first()
+        if (
+            allocation is None
+            or allocation.state != queries.ALLOCATING
+            or allocation.conductor_affinity != self.affinity
+        ):
+            return
+        request = selection.Request(
+            resource_class=allocation.resource_class or "",
+            traits=tuple(allocation.traits or ()),
+            candidate_nodes=tuple(allocation.candidate_nodes or ()),
+            owner=allocation.owner,
+            name=allocation.name,
+        )
+        filters = selection.active_filters(request)
+        self.backend.allocate(Job(
+            allocation.id, allocation.uuid, request, tuple(filters),
+            self.affinity,
+        ))
+

@@ -1,0 +1,1 @@
+"""Models, engine/transactions, queries and migrations."""

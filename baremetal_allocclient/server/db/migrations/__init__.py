@@ -1,0 +1,1 @@
+"""Alembic migrations, run by ``baremetal-alloc-server db upgrade``."""

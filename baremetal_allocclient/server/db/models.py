@@ -1,0 +1,156 @@
+"""Typed SQLAlchemy models: the single source of the database schema.
+
+Alembic migrations under ``migrations/versions`` create exactly this schema;
+a unit test compares both so they cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+)
+from sqlalchemy.dialects import mysql
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def utcnow() -> datetime.datetime:
+    """Naive UTC now: every timestamp column stores naive UTC."""
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+
+
+class Base(DeclarativeBase):
+    """Declarative base holding the metadata alembic compares against."""
+
+
+class Node(Base):
+    """A bare metal node (fake-hardware only)."""
+
+    __tablename__ = "nodes"
+    __table_args__ = (
+        # The allocation candidate query filters on these columns.
+        Index(
+            "nodes_selection_idx",
+            "resource_class",
+            "provision_state",
+            "maintenance",
+        ),
+        Index("nodes_owner_idx", "owner"),
+        Index("nodes_lessee_idx", "lessee"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    uuid: Mapped[str] = mapped_column(String(36), unique=True)
+    name: Mapped[str | None] = mapped_column(String(255), unique=True)
+    driver: Mapped[str] = mapped_column(String(255))
+    resource_class: Mapped[str | None] = mapped_column(String(80))
+    provision_state: Mapped[str] = mapped_column(String(15))
+    target_provision_state: Mapped[str | None] = mapped_column(String(15))
+    provision_updated_at: Mapped[datetime.datetime | None] = mapped_column(
+        DateTime
+    )
+    power_state: Mapped[str | None] = mapped_column(String(15))
+    target_power_state: Mapped[str | None] = mapped_column(String(15))
+    maintenance: Mapped[bool] = mapped_column(Boolean, default=False)
+    maintenance_reason: Mapped[str | None] = mapped_column(Text)
+    fault: Mapped[str | None] = mapped_column(String(255))
+    last_error: Mapped[str | None] = mapped_column(Text)
+    owner: Mapped[str | None] = mapped_column(String(255))
+    lessee: Mapped[str | None] = mapped_column(String(255))
+    description: Mapped[str | None] = mapped_column(Text)
+    instance_uuid: Mapped[str | None] = mapped_column(String(36), unique=True)
+    allocation_id: Mapped[int | None] = mapped_column(Integer, unique=True)
+    instance_info: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    properties: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    extra: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    driver_info: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    driver_internal_info: Mapped[dict[str, Any]] = mapped_column(
+        JSON, default=dict
+    )
+    network_data: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    automated_clean: Mapped[bool | None] = mapped_column(Boolean)
+    protected: Mapped[bool] = mapped_column(Boolean, default=False)
+    protected_reason: Mapped[str | None] = mapped_column(Text)
+    retired: Mapped[bool] = mapped_column(Boolean, default=False)
+    retired_reason: Mapped[str | None] = mapped_column(Text)
+    conductor_group: Mapped[str] = mapped_column(String(255), default="")
+    created_at: Mapped[datetime.datetime] = mapped_column(
+        DateTime, default=utcnow
+    )
+    updated_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+
+
+class NodeTrait(Base):
+    """One trait of one node; a table so selection can filter in SQL."""
+
+    __tablename__ = "node_traits"
+    __table_args__ = (Index("node_traits_trait_idx", "trait"),)
+
+    node_id: Mapped[int] = mapped_column(
+        Integer, ForeignKey("nodes.id", ondelete="CASCADE"), primary_key=True
+    )
+    trait: Mapped[str] = mapped_column(String(255), primary_key=True)
+
+
+class Allocation(Base):
+    """An allocation request and, once active, its reserved node."""
+
+    __tablename__ = "allocations"
+    __table_args__ = (
+        Index("allocations_state_affinity_idx", "state", "conductor_affinity"),
+        Index("allocations_resource_class_idx", "resource_class"),
+        Index("allocations_owner_idx", "owner"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    uuid: Mapped[str] = mapped_column(String(36), unique=True)
+    name: Mapped[str | None] = mapped_column(String(255), unique=True)
+    node_id: Mapped[int | None] = mapped_column(
+        Integer, ForeignKey("nodes.id", ondelete="SET NULL"), index=True
+    )
+    state: Mapped[str] = mapped_column(String(15))
+    last_error: Mapped[str | None] = mapped_column(Text)
+    resource_class: Mapped[str | None] = mapped_column(String(80))
+    traits: Mapped[list[str]] = mapped_column(JSON, default=list)
+    candidate_nodes: Mapped[list[str]] = mapped_column(JSON, default=list)
+    extra: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    owner: Mapped[str | None] = mapped_column(String(255))
+    conductor_affinity: Mapped[str | None] = mapped_column(String(255))
+    created_at: Mapped[datetime.datetime] = mapped_column(
+        DateTime, default=utcnow
+    )
+    updated_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+
+
+#: Heartbeats need sub-second precision; MySQL/MariaDB DATETIME has
+#: whole seconds unless asked for more.
+PreciseDateTime = DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql")
+
+
+class Conductor(Base):
+    """One ``serve`` process, known by its name (``--conductor-name``).
+
+    ``heartbeat_at`` is written with the *database's* clock, so hosts
+    with skewed clocks still agree on who is dead.  ``online`` is cleared
+    by a graceful stop, which makes the conductor dead at once.
+    """
+
+    __tablename__ = "conductors"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    hostname: Mapped[str] = mapped_column(String(255), unique=True)
+    online: Mapped[bool] = mapped_column(Boolean, default=True)
+    heartbeat_at: Mapped[datetime.datetime] = mapped_column(PreciseDateTime)
+    created_at: Mapped[datetime.datetime] = mapped_column(
+        DateTime, default=utcnow
+    )
+    updated_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)

@@ -1,0 +1,1 @@
+"""Pure decisions: selection, node states, release rules."""

@@ -1,0 +1,1 @@
+"""Placement: client, node model, sync and reconciliation."""

@@ -1,0 +1,163 @@
+"""``serve``'s authentication and TLS options, checked before listening.
+
+The decisions are pure (:func:`loopback_only_error`); :func:`configure`
+reads the files and returns what the server needs, or raises
+:class:`SecurityConfigError` with a message for the operator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import logging
+import socket
+import ssl
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+LOG = logging.getLogger(__name__)
+
+NOAUTH = "noauth"
+HTTP_BASIC = "http_basic"
+STRATEGIES = (NOAUTH, HTTP_BASIC)
+RISK_FLAG = "--allow-unauthenticated-remote-access"
+#: Request line plus headers; bigger requests are refused by cheroot.
+MAX_HEADER_BYTES = 64 * 1024
+
+Resolver = Callable[[str], Sequence[str]]
+
+
+class SecurityConfigError(Exception):
+    """Options that must not (or cannot) be served with."""
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    """The ``serve`` options for authentication and TLS."""
+    parser.add_argument(
+        "--auth-strategy", choices=STRATEGIES, default=NOAUTH,
+        help="noauth (default; loopback addresses only) or http_basic",
+    )
+    parser.add_argument(
+        "--htpasswd", metavar="FILE",
+        help="Apache htpasswd file with bcrypt entries (http_basic)",
+    )
+    parser.add_argument(
+        "--auth-projects", metavar="FILE",
+        help="YAML/JSON mapping users to a project and roles (admin, "
+             "member); without it every htpasswd user is an admin",
+    )
+    parser.add_argument(
+        RISK_FLAG, action="store_true",
+        help="allow noauth on a non-loopback address: anyone who can "
+             "reach the port controls every node",
+    )
+    parser.add_argument("--tls-cert", metavar="FILE",
+                        help="PEM certificate (chain) to serve HTTPS")
+    parser.add_argument("--tls-key", metavar="FILE",
+                        help="PEM private key of --tls-cert")
+
+
+def _resolve(host: str) -> Sequence[str]:
+    infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    return [str(info[4][0]) for info in infos]
+
+
+def is_loopback(host: str, resolve: Resolver = _resolve) -> bool:
+    """True when every address ``host`` stands for is a loopback one."""
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        pass
+    try:
+        addresses = resolve(host)
+    except OSError:
+        return False
+    return bool(addresses) and all(
+        ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addresses
+    )
+
+
+def loopback_only_error(
+    strategy: str, host: str, allow_remote: bool,
+    resolve: Resolver = _resolve,
+) -> str | None:
+    """Why ``noauth`` may not listen on ``host`` (pure given ``resolve``)."""
+    if strategy != NOAUTH or allow_remote or is_loopback(host, resolve):
+        return None
+    return (
+        f"refusing to serve without authentication on {host}, which is "
+        f"not a loopback address: use --auth-strategy http_basic, bind "
+        f"127.0.0.1, or pass {RISK_FLAG} if anyone who can reach this "
+        f"port may control every node"
+    )
+
+
+@dataclass(frozen=True)
+class SecuritySetup:
+    """What ``serve`` applies: a WSGI wrapper and an optional TLS adapter."""
+
+    wrap: Callable[[Any], Any]
+    ssl_adapter: Any
+    scheme: str
+
+
+def configure(args: argparse.Namespace) -> SecuritySetup:
+    """Check the options and load the files they name."""
+    error = loopback_only_error(
+        args.auth_strategy, args.host,
+        args.allow_unauthenticated_remote_access,
+    )
+    if error:
+        raise SecurityConfigError(error)
+    wrap = _auth_wrapper(args)
+    adapter = _tls_adapter(args.tls_cert, args.tls_key)
+    if args.auth_strategy == HTTP_BASIC and adapter is None and (
+        not is_loopback(args.host)
+    ):
+        LOG.warning("http_basic without TLS on %s: passwords cross the "
+                    "network in clear text; use --tls-cert/--tls-key",
+                    args.host)
+    return SecuritySetup(wrap, adapter, "https" if adapter else "http")
+
+
+def _auth_wrapper(args: argparse.Namespace) -> Callable[[Any], Any]:
+    from baremetal_allocclient.server.api import auth
+
+    if args.auth_strategy == NOAUTH:
+        if args.htpasswd or args.auth_projects:
+            raise SecurityConfigError(
+                "--htpasswd and --auth-projects need --auth-strategy "
+                "http_basic"
+            )
+        return lambda app: app
+    if not args.htpasswd:
+        raise SecurityConfigError("--auth-strategy http_basic needs "
+                                  "--htpasswd FILE")
+    try:
+        users = auth.load_htpasswd(args.htpasswd)
+        principals = (
+            auth.load_projects(args.auth_projects)
+            if args.auth_projects else None
+        )
+    except auth.AuthConfigError as exc:
+        raise SecurityConfigError(str(exc)) from exc
+    if not users:
+        raise SecurityConfigError(f"{args.htpasswd} has no users")
+    authenticator = auth.Authenticator(users, principals)
+    return lambda app: auth.BasicAuthMiddleware(app, authenticator)
+
+
+def _tls_adapter(cert: str | None, key: str | None) -> Any:
+    if not cert and not key:
+        return None
+    if not (cert and key):
+        raise SecurityConfigError("--tls-cert and --tls-key go together")
+    from cheroot.ssl.builtin import BuiltinSSLAdapter
+
+    try:
+        return BuiltinSSLAdapter(cert, key)
+    except (OSError, ssl.SSLError, ValueError) as exc:
+        raise SecurityConfigError(
+            f"cannot load TLS certificate {cert} / key {key}: {exc}"
+        ) from exc

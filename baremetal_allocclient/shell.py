@@ -1,0 +1,450 @@
+"""``baremetal-alloc``: the standalone allocation command, built to start fast.
+
+It runs the same cliff command classes as ``openstack baremetal allocation``
+but skips what makes ``openstack`` slow: there is no scan of installed
+plugins (the command table below is fixed and each command module is
+imported only when its command runs), and openstacksdk's config loader is
+imported only when a cloud from clouds.yaml is used (``--os-cloud`` or
+``OS_CLOUD``). With ``--os-endpoint`` and no authentication (or HTTP basic
+authentication) a command costs one HTTP request.
+
+Exit codes: 0 success, 1 failure, 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from cliff import app as cliff_app
+from cliff import command as cliff_command
+from cliff import commandmanager
+
+if TYPE_CHECKING:
+    from baremetal_allocclient.v1 import Client
+
+_ALLOCATION = "baremetal_allocclient.osc.v1.allocation"
+#: The fixed command table: command name -> "module:class".
+COMMANDS: Mapping[str, str] = {
+    "create": f"{_ALLOCATION}:CreateAllocation",
+    "list": f"{_ALLOCATION}:ListAllocations",
+    "get": f"{_ALLOCATION}:ShowAllocation",
+    "show": f"{_ALLOCATION}:ShowAllocation",
+    "delete": f"{_ALLOCATION}:DeleteAllocation",
+    "set": f"{_ALLOCATION}:SetAllocation",
+    "unset": f"{_ALLOCATION}:UnsetAllocation",
+    "capacity": "baremetal_allocclient.osc.v1.capacity:AllocationCapacity",
+}
+
+#: Auth-plugin options offered on the command line (and as OS_* variables),
+#: passed to keystoneauth when its plugin accepts them.
+AUTH_OPTIONS: tuple[str, ...] = (
+    "auth_url",
+    "username",
+    "user_id",
+    "password",
+    "user_domain_name",
+    "user_domain_id",
+    "project_name",
+    "project_id",
+    "project_domain_name",
+    "project_domain_id",
+    "token",
+    "application_credential_id",
+    "application_credential_secret",
+    "system_scope",
+)
+#: Auth types handled without keystone.
+NO_AUTH = "none"
+HTTP_BASIC = "http_basic"
+
+
+class UsageError(Exception):
+    """The connection options cannot work as given."""
+
+
+class _LazyCommand:
+    """Stands in for an entry point: imports its class on first use."""
+
+    def __init__(self, name: str, target: str) -> None:
+        self.name = name
+        self.value = target
+
+    def load(self) -> type[cliff_command.Command]:
+        module_name, _, class_name = self.value.partition(":")
+        cls: type[cliff_command.Command] = getattr(
+            importlib.import_module(module_name), class_name
+        )
+        return cls
+
+
+class FixedCommandManager(commandmanager.CommandManager):
+    """A command manager over :data:`COMMANDS`; it never scans plugins."""
+
+    def __init__(self, table: Mapping[str, str] = COMMANDS) -> None:
+        super().__init__(namespace=None)
+        for name, target in table.items():
+            self.commands[name] = _LazyCommand(name, target)  # type: ignore[assignment]
+
+
+def _env(*names: str, default: str | None = None) -> str | None:
+    for name in names:
+        value = os.environ.get(name)
+        if value:
+            return value
+    return default
+
+
+def add_connection_options(parser: argparse.ArgumentParser) -> None:
+    """The OpenStackClient-compatible options that say where and as whom."""
+    group = parser.add_argument_group("connection and authentication")
+    group.add_argument(
+        "--os-cloud",
+        dest="cloud",
+        metavar="<cloud>",
+        default=_env("OS_CLOUD"),
+        help="Cloud from clouds.yaml to use (Env: OS_CLOUD).",
+    )
+    group.add_argument(
+        "--os-endpoint",
+        dest="endpoint",
+        metavar="<url>",
+        default=_env("OS_ENDPOINT", "OS_BAREMETAL_ENDPOINT"),
+        help="Bare Metal API endpoint, e.g. http://127.0.0.1:6385; "
+        "overrides the service catalog (Env: OS_ENDPOINT).",
+    )
+    group.add_argument(
+        "--os-auth-type",
+        dest="auth_type",
+        metavar="<auth-type>",
+        default=_env("OS_AUTH_TYPE"),
+        help="Authentication: none, http_basic, or a keystoneauth plugin "
+        "such as password, token, v3applicationcredential (default: "
+        "password with --os-auth-url, else none) (Env: OS_AUTH_TYPE).",
+    )
+    for option in AUTH_OPTIONS:
+        flag = "--os-" + option.replace("_", "-")
+        env = "OS_" + option.upper()
+        group.add_argument(
+            flag,
+            dest=option,
+            metavar=f"<{option.replace('_', '-')}>",
+            default=_env(env),
+            help=f"Authentication {option.replace('_', ' ')} (Env: {env}).",
+        )
+    group.add_argument(
+        "--os-region-name",
+        dest="region_name",
+        metavar="<region>",
+        default=_env("OS_REGION_NAME"),
+        help="Region of the service catalog (Env: OS_REGION_NAME).",
+    )
+    group.add_argument(
+        "--os-interface",
+        dest="interface",
+        metavar="<interface>",
+        choices=("public", "internal", "admin"),
+        default=_env("OS_INTERFACE"),
+        help="Catalog interface: public, internal or admin "
+        "(Env: OS_INTERFACE).",
+    )
+    group.add_argument(
+        "--os-baremetal-api-version",
+        dest="os_baremetal_api_version",
+        metavar="<version>",
+        default=_env("OS_BAREMETAL_API_VERSION", default="latest"),
+        help="Bare Metal API microversion, 1.N or 'latest' (default: the "
+        "newest both sides support) (Env: OS_BAREMETAL_API_VERSION).",
+    )
+    group.add_argument(
+        "--os-cacert",
+        dest="cacert",
+        metavar="<ca-bundle-file>",
+        default=_env("OS_CACERT"),
+        help="CA certificate bundle file (Env: OS_CACERT).",
+    )
+    group.add_argument(
+        "--os-cert",
+        dest="cert",
+        metavar="<certificate-file>",
+        default=_env("OS_CERT"),
+        help="Client certificate file (Env: OS_CERT).",
+    )
+    group.add_argument(
+        "--os-key",
+        dest="key",
+        metavar="<key-file>",
+        default=_env("OS_KEY"),
+        help="Client certificate key file (Env: OS_KEY).",
+    )
+    verify = group.add_mutually_exclusive_group()
+    verify.add_argument(
+        "--verify",
+        dest="insecure",
+        action="store_false",
+        default=None,
+        help="Verify the server's TLS certificate (default).",
+    )
+    verify.add_argument(
+        "--insecure",
+        dest="insecure",
+        action="store_true",
+        help="Do not verify the server's TLS certificate.",
+    )
+    group.add_argument(
+        "--timeout",
+        type=float,
+        metavar="<seconds>",
+        default=None,
+        help="Timeout of each HTTP request in seconds.",
+    )
+
+
+def verify_setting(options: argparse.Namespace) -> bool | str:
+    """requests' ``verify``: False, a CA bundle path or True (pure)."""
+    if options.insecure:
+        return False
+    if options.cacert:
+        return str(options.cacert)
+    return True
+
+
+def effective_auth_type(options: argparse.Namespace) -> str:
+    """The auth type in use without a cloud (pure).
+
+    An explicit choice wins; otherwise a keystone URL means "password" and
+    a bare endpoint means no authentication, like OpenStackClient with
+    ``--os-endpoint``.
+    """
+    if options.auth_type:
+        return str(options.auth_type)
+    if options.auth_url:
+        return "password"
+    return NO_AUTH
+
+
+def connection_problem(options: argparse.Namespace) -> str | None:
+    """Why no client can be built from these options (pure), or None."""
+    if options.cloud:
+        return None
+    auth_type = effective_auth_type(options)
+    if auth_type in (NO_AUTH, HTTP_BASIC) and not options.endpoint:
+        return (
+            "no endpoint: give --os-endpoint (or OS_ENDPOINT), or "
+            "--os-cloud (or OS_CLOUD)"
+        )
+    if auth_type == HTTP_BASIC and not (options.username and options.password):
+        return "http_basic needs --os-username and --os-password"
+    if auth_type not in (NO_AUTH, HTTP_BASIC) and not options.auth_url:
+        return f"auth type {auth_type} needs --os-auth-url (or OS_AUTH_URL)"
+    return None
+
+
+def auth_settings(options: argparse.Namespace) -> dict[str, str]:
+    """The auth options given on the command line or in OS_* (pure)."""
+    return {
+        name: getattr(options, name)
+        for name in AUTH_OPTIONS
+        if getattr(options, name, None)
+    }
+
+
+def cloud_overrides(options: argparse.Namespace) -> dict[str, Any]:
+    """openstacksdk config overrides for ``Client.from_cloud`` (pure).
+
+    Only what the user gave explicitly overrides clouds.yaml.
+    """
+    overrides: dict[str, Any] = {}
+    if options.auth_type:
+        overrides["auth_type"] = options.auth_type
+    auth = auth_settings(options)
+    if options.endpoint:
+        overrides["baremetal_endpoint_override"] = options.endpoint
+        if (options.auth_type or "") in (NO_AUTH, HTTP_BASIC):
+            auth.setdefault("endpoint", options.endpoint)
+    if auth:
+        overrides["auth"] = auth
+    for name in ("region_name", "interface", "cacert", "cert", "key"):
+        value = getattr(options, name)
+        if value:
+            overrides[name] = value
+    if options.insecure is not None:
+        overrides["verify"] = not options.insecure
+    return overrides
+
+
+class ClientManager:
+    """Builds the SDK client on first use, like OSC's ClientManager."""
+
+    def __init__(self, options: argparse.Namespace) -> None:
+        self._options = options
+        self._client: Client | None = None
+
+    @property
+    def baremetal_allocation(self) -> Client:
+        if self._client is None:
+            self._client = build_client(self._options)
+        return self._client
+
+
+def build_client(options: argparse.Namespace) -> Client:
+    """Create the SDK client for the connection options (lazy imports)."""
+    from baremetal_allocclient.osc import versioning
+    from baremetal_allocclient.v1 import Client
+
+    api_version = versioning.parse_api_version(
+        options.os_baremetal_api_version
+    )
+    if options.cloud:
+        return Client.from_cloud(
+            options.cloud, api_version=api_version, **cloud_overrides(options)
+        )
+    problem = connection_problem(options)
+    if problem:
+        raise UsageError(problem)
+    auth_type = effective_auth_type(options)
+    verify = verify_setting(options)
+    if auth_type == NO_AUTH:
+        return Client.from_endpoint(
+            options.endpoint,
+            api_version=api_version,
+            verify=verify,
+            timeout=options.timeout,
+        )
+    session = _keystone_session(options, auth_type, verify)
+    return Client.from_session(
+        session,
+        endpoint_override=options.endpoint,
+        interface=options.interface,
+        region_name=options.region_name,
+        api_version=api_version,
+    )
+
+
+def _keystone_session(
+    options: argparse.Namespace, auth_type: str, verify: bool | str
+) -> Any:
+    from keystoneauth1 import session as ks_session
+
+    plugin: Any
+    if auth_type == HTTP_BASIC:
+        from keystoneauth1 import http_basic
+
+        plugin = http_basic.HTTPBasicAuth(
+            endpoint=options.endpoint,
+            username=options.username,
+            password=options.password,
+        )
+    else:
+        from keystoneauth1 import exceptions as ks_exceptions
+        from keystoneauth1 import loading
+
+        try:
+            loader: Any = loading.get_plugin_loader(auth_type)
+        except ks_exceptions.NoMatchingPlugin:
+            raise UsageError(f"unknown auth type {auth_type!r}") from None
+        accepted = {opt.dest for opt in loader.get_options()}
+        given = auth_settings(options)
+        plugin = loader.load_from_options(
+            **{k: v for k, v in given.items() if k in accepted}
+        )
+    cert: Any = options.cert
+    if options.cert and options.key:
+        cert = (options.cert, options.key)
+    return ks_session.Session(
+        auth=plugin, verify=verify, cert=cert, timeout=options.timeout
+    )
+
+
+class AllocationApp(cliff_app.App):
+    """The ``baremetal-alloc`` application."""
+
+    NAME = "baremetal-alloc"
+    LOG = logging.getLogger(NAME)
+
+    def __init__(self) -> None:
+        super().__init__(
+            description="Reserve bare metal nodes with the Ironic "
+            "Allocation API.",
+            version=_version(),
+            command_manager=FixedCommandManager(),
+            deferred_help=True,
+        )
+
+    def build_option_parser(
+        self,
+        description: str | None,
+        version: str | None,
+        argparse_kwargs: dict[str, Any] | None = None,
+    ) -> argparse.ArgumentParser:
+        parser: argparse.ArgumentParser = super().build_option_parser(
+            description, version, argparse_kwargs
+        )
+        add_connection_options(parser)
+        return parser
+
+    def configure_logging(self) -> None:
+        """Warnings and errors only, unless -v/--debug ask for more."""
+        root = logging.getLogger("")
+        root.setLevel(logging.DEBUG)
+        if self.options.log_file:
+            handler = logging.FileHandler(self.options.log_file)
+            handler.setFormatter(logging.Formatter(self.LOG_FILE_MESSAGE_FORMAT))
+            root.addHandler(handler)
+        console = logging.StreamHandler(self.stderr)
+        if self.options.debug:
+            level = logging.DEBUG
+        else:
+            levels = {0: logging.ERROR, 1: logging.WARNING, 2: logging.INFO}
+            level = levels.get(self.options.verbose_level, logging.DEBUG)
+        console.setLevel(level)
+        console.setFormatter(logging.Formatter(self.CONSOLE_MESSAGE_FORMAT))
+        root.addHandler(console)
+
+    def initialize_app(self, argv: list[str]) -> None:
+        self.client_manager = ClientManager(self.options)
+
+    def interact(self) -> None:
+        """No interactive shell: without a command, show usage (exit 2)."""
+        self.parser.print_usage(self.stderr)
+        self.stderr.write(
+            f"{self.NAME}: a command is required: "
+            + ", ".join(sorted(COMMANDS))
+            + f" (see {self.NAME} --help)\n"
+        )
+        raise SystemExit(2)
+
+    def run_subcommand(self, argv: list[str]) -> int:
+        """Refuse, as a usage error, to run a command with nowhere to go."""
+        wants_help = any(arg in ("-h", "--help") for arg in argv)
+        if argv and argv[0] in COMMANDS and not wants_help:
+            problem = connection_problem(self.options)
+            if problem:
+                self.stderr.write(f"{self.NAME}: error: {problem}\n")
+                return 2
+        result: int = super().run_subcommand(argv)
+        return result
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("baremetal-allocclient")
+    except Exception:  # a version string is best effort
+        return "unknown"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console-script entry point."""
+    app = AllocationApp()
+    return app.run(list(sys.argv[1:] if argv is None else argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

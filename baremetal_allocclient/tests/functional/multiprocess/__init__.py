@@ -1,0 +1,1 @@
+"""Several server processes on one database: concurrency and faults."""

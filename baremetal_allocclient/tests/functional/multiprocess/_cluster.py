@@ -1,0 +1,143 @@
+"""Several ``serve`` processes on one database, and bursts of clients."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import os
+import signal
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import requests
+
+from baremetal_allocclient.tests.functional.server._server import (
+    ServerProcess,
+    run_cli,
+)
+
+_HEADERS = {"X-OpenStack-Ironic-API-Version": "latest"}
+#: Short intervals so that take-over happens within seconds in tests.
+FAST = (
+    "--heartbeat-interval", "0.5",
+    "--heartbeat-timeout", "3",
+    "--takeover-interval", "1",
+)
+
+
+def upgrade(db_url: str) -> None:
+    """Create the schema."""
+    result = run_cli("db", "upgrade", "--db", db_url, timeout=120)
+    if result.returncode != 0:
+        raise RuntimeError(f"db upgrade failed: {result.stderr}")
+
+
+def enroll(db_url: str, directory: str, count: int, rc: str) -> None:
+    """``count`` available nodes of resource class ``rc``, via ``enroll``."""
+    inventory = {
+        f"{rc}-{i}": {"driver": "fake-hardware", "resource_class": rc}
+        for i in range(count)
+    }
+    path = os.path.join(directory, f"{rc}.json")
+    with open(path, "w", encoding="utf-8") as stream:
+        json.dump(inventory, stream)
+    result = run_cli("enroll", "--db", db_url, path, timeout=300)
+    if result.returncode != 0:
+        raise RuntimeError(f"enroll failed: {result.stderr}")
+
+
+def start(db_url: str, name: str, *extra: str) -> ServerProcess:
+    """One ``serve`` process named ``name``; the caller cleans it up."""
+    server = ServerProcess(db_url)
+    try:
+        server.start("--conductor-name", name, *extra, timeout=60)
+    except BaseException:
+        server.cleanup()
+        raise
+    return server
+
+
+def kill(server: ServerProcess) -> None:
+    """SIGKILL: no chance to hand anything back."""
+    assert server.proc is not None
+    server.proc.send_signal(signal.SIGKILL)
+    server.proc.wait(timeout=10)
+
+
+def post_many(
+    servers: Sequence[ServerProcess], count: int, body: dict[str, Any],
+    threads: int = 32,
+) -> list[tuple[int, Any]]:
+    """``count`` POST /v1/allocations at once, spread over ``servers``;
+    (status, JSON body) for each."""
+
+    def one(index: int) -> tuple[int, Any]:
+        server = servers[index % len(servers)]
+        resp = requests.post(
+            server.endpoint + "/v1/allocations", json=body,
+            headers=_HEADERS, timeout=120,
+        )
+        try:
+            return resp.status_code, resp.json()
+        except ValueError:
+            return resp.status_code, resp.text
+
+    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+        return list(pool.map(one, range(count)))
+
+
+def _all_pages(server: ServerProcess, path: str, key: str, rc: str
+               ) -> list[dict[str, Any]]:
+    """Every item of a collection for resource class ``rc`` (follows
+    ``next``, which this server keeps filtered)."""
+    result: list[dict[str, Any]] = []
+    url: str | None = f"{server.endpoint}{path}?resource_class={rc}&limit=1000"
+    while url:
+        resp = requests.get(url, headers=_HEADERS, timeout=60)
+        resp.raise_for_status()
+        body = resp.json()
+        result.extend(body[key])
+        url = body.get("next")
+    return result
+
+
+def allocations(server: ServerProcess, rc: str) -> list[dict[str, Any]]:
+    """Every allocation of resource class ``rc``."""
+    return _all_pages(server, "/v1/allocations", "allocations", rc)
+
+
+def wait_settled(
+    server: ServerProcess, rc: str, timeout: float
+) -> list[dict[str, Any]]:
+    """Poll until no allocation of ``rc`` is ``allocating``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = allocations(server, rc)
+        if all(a["state"] != "allocating" for a in found):
+            return found
+        if time.monotonic() > deadline:
+            stuck = [a["uuid"] for a in found if a["state"] == "allocating"]
+            raise AssertionError(f"{len(stuck)} still allocating: {stuck}")
+        time.sleep(0.2)
+
+
+def nodes(server: ServerProcess, rc: str) -> list[dict[str, Any]]:
+    """Every node of resource class ``rc``, with details."""
+    return _all_pages(server, "/v1/nodes/detail", "nodes", rc)
+
+
+def finished_in_logs(
+    servers: Mapping[str, ServerProcess],
+) -> dict[str, list[str]]:
+    """Allocation UUID -> names of the processes whose log says they
+    finished it (a restarted process appends to the same log)."""
+    seen: dict[str, list[str]] = {}
+    for name, server in servers.items():
+        for line in server.log().splitlines():
+            marker = "Allocation "
+            if " finished: " not in line or marker not in line:
+                continue
+            uuid = line.split(marker, 1)[1].split(" ", 1)[0]
+            seen.setdefault(uuid, []).append(name)
+    return seen

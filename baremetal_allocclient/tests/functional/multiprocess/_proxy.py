@@ -1,0 +1,102 @@
+"""A tiny loopback TCP proxy the tests cut to make a database vanish.
+
+The server connects to the database through it; :meth:`TcpProxy.stop`
+refuses new connections and drops the open ones (what a database restart
+or a network cut looks like to the server), :meth:`TcpProxy.start`
+brings it back on the same port.  The shared database server itself is
+never touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+
+_CHUNK = 65536
+
+
+class TcpProxy:
+    """Forwards 127.0.0.1:<port> to ``target``."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target = target
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = int(probe.getsockname()[1])
+        self._listener: socket.socket | None = None
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._open: set[socket.socket] = set()
+
+    def start(self) -> None:
+        """Listen (again) and forward new connections."""
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(128)
+        listener.settimeout(0.1)
+        self._listener = listener
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Refuse new connections and cut every open one."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
+        with self._lock:
+            sockets, self._open = self._open, set()
+        for sock in sockets:
+            _close(sock)
+
+    def _accept(self) -> None:
+        assert self._listener is not None
+        while not self._stop.is_set():
+            try:
+                client, _addr = self._listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            client.settimeout(None)
+            try:
+                upstream = socket.create_connection(self.target, timeout=5)
+                upstream.settimeout(None)
+            except OSError:
+                _close(client)
+                continue
+            with self._lock:
+                self._open.update((client, upstream))
+            for src, dst in ((client, upstream), (upstream, client)):
+                threading.Thread(
+                    target=self._pump, args=(src, dst), daemon=True
+                ).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while True:
+                data = src.recv(_CHUNK)
+                if not data:
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for sock in (src, dst):
+                _close(sock)
+            with self._lock:
+                self._open.discard(src)
+                self._open.discard(dst)
+
+
+def _close(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+    sock.close()

@@ -1,0 +1,1 @@
+"""Functional tests running the reference server as a process."""

@@ -1,0 +1,103 @@
+"""The ``baremetal-alloc-server`` command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import testtools
+
+from baremetal_allocclient.server.db.engine import head_revision
+from baremetal_allocclient.tests.functional.server._server import (
+    SERVER,
+    ServerProcess,
+    free_port,
+    run_cli,
+)
+
+_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__))))))
+EXAMPLE = os.path.join(_REPO, "examples", "inventory.yaml")
+
+
+class CommandTests(testtools.TestCase):
+    """Schema handling, serve refusal and enroll."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.server = ServerProcess()
+        self.addCleanup(self.server.cleanup)
+
+    def test_serve_refuses_out_of_date_schema(self) -> None:
+        result = subprocess.run(
+            [SERVER, "serve", "--port", str(free_port()), "--db",
+             self.server.db_url],
+            capture_output=True, text=True, timeout=60, check=False,
+        )
+        self.assertEqual(1, result.returncode)
+        self.assertIn("db upgrade", result.stderr)
+        self.assertNotIn("Traceback", result.stderr)
+
+    def test_serve_upgrade_flag(self) -> None:
+        self.server.start("--upgrade")
+        resp = self.server.request("GET", "/v1/nodes")
+        self.assertEqual(200, resp.status_code)
+
+    def test_db_upgrade_is_idempotent(self) -> None:
+        for _ in range(2):
+            result = run_cli("db", "upgrade", "--db", self.server.db_url)
+            self.assertEqual(0, result.returncode, result.stderr)
+            self.assertIn(head_revision(), result.stdout)
+
+    def test_enroll_yaml_makes_nodes_allocatable(self) -> None:
+        self.server.upgrade()
+        result = run_cli("enroll", "--db", self.server.db_url, EXAMPLE)
+        self.assertEqual(0, result.returncode, result.stderr)
+        self.assertIn("Enrolled 4 node(s)", result.stdout)
+        again = run_cli("enroll", "--db", self.server.db_url, EXAMPLE)
+        self.assertIn("Enrolled 0 node(s), skipped 4", again.stdout)
+        self.server.start()
+        node = self.server.request("GET", "/v1/nodes/node-0").json()
+        self.assertEqual("available", node["provision_state"])
+        self.assertEqual("power off", node["power_state"])
+        self.assertEqual(["CUSTOM_GPU", "HW_CPU_X86_VMX"], node["traits"])
+        self.assertEqual(32, node["properties"]["cpus"])
+        resp = self.server.request(
+            "POST", "/v1/allocations",
+            {"resource_class": "baremetal",
+             "traits": ["CUSTOM_GPU", "HW_CPU_X86_VMX"]})
+        alloc = self.server.wait_allocation(resp.json()["uuid"])
+        self.assertEqual(node["uuid"], alloc["node_uuid"])
+
+    def test_enroll_json(self) -> None:
+        self.server.upgrade()
+        path = os.path.join(self.server.tmpdir, "inv.json")
+        with open(path, "w", encoding="utf-8") as stream:
+            json.dump([{"name": "j-0", "driver": "fake-hardware",
+                        "resource_class": "rc", "owner": "p"}], stream)
+        result = run_cli("enroll", "--db", self.server.db_url, path)
+        self.assertEqual(0, result.returncode, result.stderr)
+        self.assertIn("Enrolled 1 node(s)", result.stdout)
+
+    def test_enroll_rejects_bad_inventories(self) -> None:
+        self.server.upgrade()
+        cases = [
+            ("bad.yaml", "node-0: {driver: ipmi}\n", "not supported"),
+            ("bad2.yaml", "node-0: {colour: red}\n", "unknown key"),
+            ("bad3.json", "{not json", "bad3.json"),
+            ("bad4.yaml", "- name: 'bad name'\n", "invalid node name"),
+            ("bad5.yaml", "n: {traits: [lower]}\n", "traits"),
+        ]
+        for name, text, words in cases:
+            path = os.path.join(self.server.tmpdir, name)
+            with open(path, "w", encoding="utf-8") as stream:
+                stream.write(text)
+            result = run_cli("enroll", "--db", self.server.db_url, path)
+            self.assertEqual(1, result.returncode, name)
+            self.assertIn(words, result.stderr, name)
+            self.assertNotIn("Traceback", result.stderr, name)
+        missing = run_cli("enroll", "--db", self.server.db_url,
+                          os.path.join(self.server.tmpdir, "missing.yaml"))
+        self.assertEqual(1, missing.returncode)
+        self.assertIn("No such file", missing.stderr)

@@ -1,0 +1,236 @@
+"""The commands inside baremetal-alloc with a fake SDK client.
+
+These pin down the exit-code mapping (0 ok, 1 failure, 2 usage) and how
+options become SDK calls, without a server.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Iterator
+from typing import Any
+from unittest import mock
+
+import testtools
+
+from baremetal_allocclient import exceptions, shell
+from baremetal_allocclient.v1 import Allocation
+
+
+def _alloc(uuid: str, state: str = "active", **kw: Any) -> Allocation:
+    return Allocation(uuid=uuid, state=state, resource_class="rc", **kw)
+
+
+class FakeClient:
+    """Records calls; behaviour is set per test through attributes."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+        self.missing: set[str] = set()
+        self.wait_error: BaseException | None = None
+        self.listed: list[Allocation] = []
+        self.list_error: Exception | None = None
+        self._n = 0
+
+    def _record(self, method: str, /, *args: Any, **kw: Any) -> None:
+        self.calls.append((method, args, kw))
+
+    def names(self) -> list[str]:
+        return [c[0] for c in self.calls]
+
+    def create_allocation(self, *args: Any, **kw: Any) -> Allocation:
+        self._record("create_allocation", *args, **kw)
+        self._n += 1
+        return _alloc(f"u{self._n}", "allocating")
+
+    def wait_for_allocation(self, alloc: Allocation, **kw: Any) -> Allocation:
+        self._record("wait_for_allocation", alloc, **kw)
+        if self.wait_error is not None:
+            raise self.wait_error
+        return _alloc(str(alloc.uuid), node_uuid="n-" + str(alloc.uuid))
+
+    def wait_for_allocations(self, allocs: list[Allocation],
+                             **kw: Any) -> list[Allocation]:
+        self._record("wait_for_allocations", list(allocs), **kw)
+        if self.wait_error is not None:
+            raise self.wait_error
+        return [_alloc(str(a.uuid)) for a in allocs]
+
+    def delete_allocation(self, ident: str, **kw: Any) -> None:
+        self._record("delete_allocation", ident, **kw)
+        if ident in self.missing:
+            raise exceptions.NotFound(f"Allocation {ident} could not be "
+                                      "found.", status_code=404)
+
+    def list_allocations(self, **kw: Any) -> Iterator[Allocation]:
+        self._record("list_allocations", **kw)
+
+        def generate() -> Iterator[Allocation]:
+            if self.list_error is not None:
+                raise self.list_error
+            yield from self.listed
+
+        return generate()
+
+    def get_allocation(self, ident: str, **kw: Any) -> Allocation:
+        self._record("get_allocation", ident, **kw)
+        return _alloc(ident, name="nm")
+
+    def update_allocation(self, ident: str, **kw: Any) -> Allocation:
+        self._record("update_allocation", ident, **kw)
+        return _alloc(ident)
+
+
+class CommandTestCase(testtools.TestCase):
+    def setUp(self) -> None:
+        super().setUp()
+        self.client = FakeClient()
+        patcher = mock.patch.object(shell, "build_client",
+                                    return_value=self.client)
+        patcher.start()
+        self.addCleanup(patcher.stop)
+        root = logging.getLogger("")
+        before = list(root.handlers)
+        self.addCleanup(lambda: setattr(root, "handlers", before))
+
+    def run_cli(self, *argv: str) -> tuple[int, str, str]:
+        app = shell.AllocationApp()
+        app.stdout = io.StringIO()
+        app.stderr = io.StringIO()
+        # argparse writes usage errors to sys.stderr itself.
+        with mock.patch("sys.stderr", new=app.stderr):
+            try:
+                code = app.run(["--os-endpoint", "http://127.0.0.1:9", *argv])
+            except SystemExit as exc:
+                code = int(exc.code or 0)
+        return code, app.stdout.getvalue(), app.stderr.getvalue()
+
+
+class TestExitCodes(CommandTestCase):
+    def test_delete_reports_each_failure(self) -> None:
+        self.client.missing = {"gone"}
+        code, out, err = self.run_cli("delete", "a", "gone", "b")
+        self.assertEqual(1, code)
+        self.assertEqual("Deleted allocation a\nDeleted allocation b\n", out)
+        self.assertIn("Failed to delete 1 of 3", err)
+        self.assertIn("gone: Allocation gone could not be found", err)
+        self.assertNotIn("Traceback", err)
+
+    def test_failed_wait_prints_last_error_and_cleans_up(self) -> None:
+        failed = _alloc("u1", "error", last_error="no node has CUSTOM_X")
+        self.client.wait_error = exceptions.AllocationFailed(
+            failed, failed.last_error)
+        code, out, err = self.run_cli(
+            "create", "--resource-class", "rc", "--wait",
+            "--delete-on-failure")
+        self.assertEqual(1, code)
+        self.assertEqual("", out)
+        self.assertIn("Allocation u1 failed: no node has CUSTOM_X", err)
+        self.assertIn("Deleted allocation u1", err)
+        self.assertIn(("delete_allocation", ("u1",),
+                       {"ignore_missing": True}), self.client.calls)
+        wait = self.client.calls[1]
+        self.assertIsNone(wait[2]["timeout"])  # bare --wait: no limit
+
+    def test_failed_wait_without_cleanup_keeps_allocation(self) -> None:
+        self.client.wait_error = exceptions.WaitTimeout(
+            [_alloc("u1", "allocating")], 5.0)
+        code, _, err = self.run_cli("create", "--resource-class", "rc",
+                                    "--wait", "5")
+        self.assertEqual(1, code)
+        self.assertIn("Timed out after 5 s", err)
+        self.assertNotIn("delete_allocation", self.client.names())
+
+    def test_interrupted_wait_cleans_up(self) -> None:
+        self.client.wait_error = KeyboardInterrupt()
+        code, _, _ = self.run_cli("create", "--resource-class", "rc",
+                                  "--count", "2", "--wait",
+                                  "--delete-on-failure")
+        self.assertEqual(130, code)
+        self.assertEqual(2, self.client.names().count("delete_allocation"))
+
+    def test_usage_errors_exit_2_before_any_request(self) -> None:
+        for argv in (
+            ("create",),
+            ("create", "--resource-class", "rc", "--count", "2",
+             "--uuid", "x"),
+            ("set", "a"),
+            ("unset", "a"),
+            ("list", "--sort", "extra"),
+            ("list", "--limit", "x"),
+            ("frobnicate",),
+        ):
+            code, _, err = self.run_cli(*argv)
+            self.assertEqual(2, code, argv)
+            self.assertNotIn("Traceback", err)
+        self.assertEqual([], self.client.calls)
+
+    def test_list_error_before_any_output(self) -> None:
+        self.client.list_error = exceptions.ConnectionFailed(
+            "http://127.0.0.1:9", "Connection refused")
+        code, out, err = self.run_cli("list", "-f", "value")
+        self.assertEqual(1, code)
+        self.assertEqual("", out)
+        self.assertIn("Unable to reach", err)
+
+
+class TestOptionsToCalls(CommandTestCase):
+    def test_create_options(self) -> None:
+        code, out, _ = self.run_cli(
+            "create", "--resource-class", "rc", "--trait", "T1", "--trait",
+            "T2", "--candidate-node", "n1", "--name", "x", "--uuid", "u",
+            "--owner", "p", "--extra", "a=1", "--extra", "a=2", "-f", "json")
+        self.assertEqual(0, code)
+        _, args, kw = self.client.calls[0]
+        self.assertEqual(("rc",), args)
+        self.assertEqual({
+            "traits": ["T1", "T2"], "candidate_nodes": ["n1"], "name": "x",
+            "uuid": "u", "extra": {"a": "2"}, "node": None, "owner": "p",
+        }, kw)
+        self.assertEqual("u1", json.loads(out)["uuid"])
+
+    def test_count_waits_for_all_at_once(self) -> None:
+        code, out, _ = self.run_cli("create", "--resource-class", "rc",
+                                    "--count", "3", "--wait", "30",
+                                    "-f", "value", "-c", "uuid")
+        self.assertEqual(0, code)
+        self.assertEqual(["u1", "u2", "u3"], out.split())
+        self.assertEqual(["create_allocation"] * 3 + ["wait_for_allocations"],
+                         self.client.names())
+        self.assertEqual(30.0, self.client.calls[-1][2]["timeout"])
+
+    def test_list_options(self) -> None:
+        self.client.listed = [_alloc("u1", name="a")]
+        code, out, _ = self.run_cli(
+            "list", "--limit", "0", "--sort", "name:desc", "--fields",
+            "uuid", "name", "--page-size", "5", "--marker", "m", "--state",
+            "active", "--resource-class", "rc", "--node", "n", "--owner",
+            "o", "-f", "json")
+        self.assertEqual(0, code)
+        self.assertEqual([{"uuid": "u1", "name": "a"}], json.loads(out))
+        self.assertEqual({
+            "state": "active", "resource_class": "rc", "node": "n",
+            "owner": "o", "fields": ["uuid", "name"], "limit": None,
+            "marker": "m", "sort_key": "name", "sort_dir": "desc",
+            "page_size": 5,
+        }, self.client.calls[0][2])
+
+    def test_set_and_unset(self) -> None:
+        self.assertEqual(0, self.run_cli("set", "a", "--name", "b",
+                                         "--extra", "k=v")[0])
+        self.assertEqual(0, self.run_cli("unset", "a", "--name",
+                                         "--extra", "k")[0])
+        self.assertEqual([
+            ("update_allocation", ("a",),
+             {"name": "b", "set_extra": {"k": "v"}}),
+            ("update_allocation", ("a",),
+             {"name": None, "unset_extra": ("k",)}),
+        ], self.client.calls)
+
+    def test_get_and_show_are_the_same(self) -> None:
+        outputs = [self.run_cli(verb, "a", "-f", "json")[1]
+                   for verb in ("get", "show")]
+        self.assertEqual(outputs[0], outputs[1])
+        self.assertEqual("a", json.loads(outputs[0])["uuid"])

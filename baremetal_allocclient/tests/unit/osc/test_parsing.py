@@ -1,0 +1,111 @@
+"""Argument types and cross-option checks of the allocation commands."""
+
+from __future__ import annotations
+
+import argparse
+
+import testtools
+
+from baremetal_allocclient.osc.v1 import columns, parsing
+
+
+class TestArgumentTypes(testtools.TestCase):
+    def test_key_value(self) -> None:
+        self.assertEqual(("k", "v"), parsing.key_value("k=v"))
+        self.assertEqual(("k", "a=b"), parsing.key_value("k=a=b"))
+        self.assertEqual(("k", ""), parsing.key_value("k="))
+        for bad in ("novalue", "=v", " =v"):
+            self.assertRaises(
+                argparse.ArgumentTypeError, parsing.key_value, bad
+            )
+
+    def test_integers(self) -> None:
+        self.assertEqual(3, parsing.positive_int("3"))
+        self.assertEqual(0, parsing.non_negative_int("0"))
+        self.assertEqual(1000, parsing.allocation_count("1000"))
+        for func, bad in (
+            (parsing.allocation_count, "1001"),
+            (parsing.allocation_count, "100000000000"),
+            (parsing.allocation_count, "0"),
+            (parsing.positive_int, "0"),
+            (parsing.positive_int, "x"),
+            (parsing.non_negative_int, "-1"),
+            (parsing.non_negative_int, "1.5"),
+        ):
+            self.assertRaises(argparse.ArgumentTypeError, func, bad)
+
+    def test_wait_timeout(self) -> None:
+        self.assertEqual(0.0, parsing.wait_timeout("0"))
+        self.assertEqual(2.5, parsing.wait_timeout("2.5"))
+        for bad in ("-1", "soon", "inf", "nan"):
+            self.assertRaises(
+                argparse.ArgumentTypeError, parsing.wait_timeout, bad
+            )
+
+    def test_non_empty(self) -> None:
+        self.assertEqual("a", parsing.non_empty("a"))
+        self.assertRaises(argparse.ArgumentTypeError, parsing.non_empty, " ")
+
+    def test_sort(self) -> None:
+        sort = parsing.SortType(columns.SORTABLE)
+        self.assertEqual(("uuid", None), sort("uuid"))
+        self.assertEqual(("name", "desc"), sort("name:DESC"))
+        self.assertEqual(("created_at", "asc"), sort("created_at:asc"))
+        for bad in ("traits", "extra", "bogus", "uuid:up"):
+            self.assertRaises(argparse.ArgumentTypeError, sort, bad)
+
+    def test_fields(self) -> None:
+        fields = parsing.FieldsType(columns.ALL)
+        self.assertEqual(["uuid", "state"], fields("uuid,state"))
+        self.assertEqual(["uuid"], fields("uuid,"))
+        for bad in ("", ",", "uuid,bogus", "links"):
+            self.assertRaises(argparse.ArgumentTypeError, fields, bad)
+
+    def test_flatten_fields_keeps_order_without_repeats(self) -> None:
+        self.assertEqual(
+            ["name", "uuid", "state"],
+            parsing.flatten_fields([["name", "uuid"], ["uuid", "state"]]),
+        )
+        self.assertEqual([], parsing.flatten_fields(None))
+
+    def test_merge_key_values_last_wins(self) -> None:
+        self.assertEqual(
+            {"a": "2", "b": "1"},
+            parsing.merge_key_values([("a", "1"), ("b", "1"), ("a", "2")]),
+        )
+
+
+class TestCreateArgumentsProblem(testtools.TestCase):
+    def problem(self, **kw: object) -> str | None:
+        args: dict[str, object] = {
+            "resource_class": "rc",
+            "node": None,
+            "count": 1,
+            "name": None,
+            "uuid": None,
+            "output_format": "table",
+        }
+        args.update(kw)
+        return parsing.create_arguments_problem(**args)  # type: ignore
+
+    def test_consistent_command_lines(self) -> None:
+        for kw in (
+            {},
+            {"resource_class": None, "node": "n1"},
+            {"count": 3},
+            {"count": 1, "name": "x", "output_format": "shell"},
+        ):
+            self.assertIsNone(self.problem(**kw), kw)
+
+    def test_inconsistent_command_lines(self) -> None:
+        cases = [
+            ({"resource_class": None}, "--resource-class"),
+            ({"count": 2, "name": "x"}, "--name"),
+            ({"count": 2, "uuid": "u"}, "--uuid"),
+            ({"count": 2, "node": "n"}, "--node"),
+            ({"count": 2, "output_format": "shell"}, "shell"),
+        ]
+        for kw, mentioned in cases:
+            problem = self.problem(**kw)
+            self.assertIsNotNone(problem, kw)
+            self.assertIn(mentioned, str(problem))

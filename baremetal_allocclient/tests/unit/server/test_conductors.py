@@ -1,0 +1,278 @@
+"""Conductor registration, take-over and outage handling on SQLite."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import shutil
+import tempfile
+import threading
+import time
+import uuid
+from unittest import mock
+
+import fixtures
+import testtools
+from sqlalchemy import select, update
+from sqlalchemy.exc import (
+    DBAPIError,
+    IntegrityError,
+    OperationalError,
+)
+from sqlalchemy.exc import TimeoutError as PoolTimeout
+
+from baremetal_allocclient.server.conductor import workers as workers_mod
+from baremetal_allocclient.server.conductor.membership import (
+    ConductorNameInUse,
+    Membership,
+)
+from baremetal_allocclient.server.conductor.takeover import Takeover
+from baremetal_allocclient.server.conductor.workers import AllocationWorkers
+from baremetal_allocclient.server.db import conductors
+from baremetal_allocclient.server.db.engine import Database, is_unavailable
+from baremetal_allocclient.server.db.models import (
+    Allocation,
+    Conductor,
+    utcnow,
+)
+
+
+class _Deadlock(Exception):
+    sqlstate = "40P01"
+
+
+class IsUnavailableTests(testtools.TestCase):
+    def test_table(self) -> None:
+        lost = DBAPIError("SELECT 1", {}, Exception("gone"),
+                          connection_invalidated=True)
+        cases: list[tuple[BaseException, bool]] = [
+            (OperationalError("SELECT 1", {}, Exception("refused")), True),
+            (lost, True),
+            (PoolTimeout("QueuePool limit reached"), True),
+            (OperationalError("SELECT 1", {}, _Deadlock()), False),
+            (OperationalError("SELECT 1", {},
+                              Exception(1213, "Deadlock found")), False),
+            (IntegrityError("INSERT", {}, Exception("duplicate")), False),
+            (DBAPIError("SELECT 1", {}, Exception("syntax")), False),
+            (ValueError("not a database error"), False),
+        ]
+        for exc, expected in cases:
+            self.assertEqual(expected, is_unavailable(exc), repr(exc))
+
+
+class _DbCase(testtools.TestCase):
+    def setUp(self) -> None:
+        super().setUp()
+        self.logs = self.useFixture(fixtures.FakeLogger())
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp, True)
+        self.db = Database("sqlite:///" + os.path.join(tmp, "t.sqlite"))
+        self.addCleanup(self.db.dispose)
+        self.db.upgrade()
+
+    def _allocation(self, affinity: str | None,
+                    age: float = 0.0) -> int:
+        created = utcnow() - datetime.timedelta(seconds=age)
+        with self.db.write() as session:
+            row = Allocation(
+                uuid=str(uuid.uuid4()), state="allocating",
+                resource_class="rc-none", traits=[], candidate_nodes=[],
+                extra={}, conductor_affinity=affinity, created_at=created,
+            )
+            session.add(row)
+            session.flush()
+            return row.id
+
+    def _age_heartbeat(self, name: str, seconds: float) -> None:
+        with self.db.write() as session:
+            session.execute(
+                update(Conductor).where(Conductor.hostname == name)
+                .values(heartbeat_at=utcnow()
+                        - datetime.timedelta(seconds=seconds))
+            )
+
+    def _affinity(self, allocation_id: int) -> str | None:
+        with self.db.read() as session:
+            return session.scalar(
+                select(Allocation.conductor_affinity)
+                .where(Allocation.id == allocation_id)
+            )
+
+
+class ConductorQueryTests(_DbCase):
+    def test_register_heartbeat_and_offline(self) -> None:
+        conductors.register(self.db, "a")
+        conductors.register(self.db, "a")  # a restart reuses the row
+        rows, now = conductors.conductors_and_now(self.db)
+        self.assertEqual(["a"], [r.name for r in rows])
+        self.assertTrue(rows[0].online)
+        self.assertLess(abs((now - rows[0].heartbeat_at).total_seconds()), 5)
+        self.assertTrue(conductors.heartbeat(self.db, "a"))
+        self.assertFalse(conductors.heartbeat(self.db, "unknown"))
+        conductors.mark_offline(self.db, "a")
+        rows, _now = conductors.conductors_and_now(self.db)
+        self.assertFalse(rows[0].online)
+        self.assertTrue(conductors.heartbeat(self.db, "a"))
+        rows, _now = conductors.conductors_and_now(self.db)
+        self.assertTrue(rows[0].online)
+
+    def test_take_over_is_a_compare_and_set(self) -> None:
+        dead = self._allocation("dead")
+        orphan = self._allocation(None)
+        self.assertTrue(conductors.take_over(self.db, dead, "dead", "b"))
+        # The second claimant lost: the affinity is no longer "dead".
+        self.assertFalse(conductors.take_over(self.db, dead, "dead", "c"))
+        self.assertEqual("b", self._affinity(dead))
+        self.assertTrue(conductors.take_over(self.db, orphan, None, "c"))
+        self.assertFalse(conductors.take_over(self.db, orphan, None, "b"))
+        self.assertEqual("c", self._affinity(orphan))
+
+    def test_allocating_ids_and_counts(self) -> None:
+        old = self._allocation("a", age=60)
+        new = self._allocation("a")
+        self._allocation("b")
+        self.assertEqual({"a": 2, "b": 1},
+                         conductors.allocating_affinities(self.db))
+        self.assertEqual([old, new], [
+            i for i, _u in conductors.allocating_ids(self.db, "a", None)
+        ])
+        self.assertEqual([old], [
+            i for i, _u in conductors.allocating_ids(self.db, "a", 1)
+        ])
+        cutoff = utcnow() - datetime.timedelta(seconds=30)
+        self.assertEqual([old], [
+            i for i, _u in conductors.allocating_ids(
+                self.db, "a", None, created_before=cutoff)
+        ])
+
+
+class MembershipTests(_DbCase):
+    def test_live_twin_refuses_the_name(self) -> None:
+        twin = Membership(self.db, "same", interval=0.05, timeout=0.3)
+        twin.join()
+        twin.start()
+        self.addCleanup(twin.leave)
+        second = Membership(self.db, "same", interval=0.05, timeout=0.3)
+        self.assertRaises(ConductorNameInUse, second.join)
+
+    def test_crashed_predecessor_is_waited_out(self) -> None:
+        conductors.register(self.db, "same")  # never heartbeats again
+        Membership(self.db, "same", interval=0.05, timeout=0.3).join()
+
+    def test_leave_marks_offline(self) -> None:
+        member = Membership(self.db, "me", interval=0.05, timeout=1)
+        member.join()
+        member.start()
+        member.leave()
+        rows, _now = conductors.conductors_and_now(self.db)
+        self.assertEqual([("me", False)], [(r.name, r.online) for r in rows])
+        # A graceful stop frees the name at once.
+        Membership(self.db, "me", interval=0.05, timeout=60).join()
+
+
+class TakeoverTests(_DbCase):
+    def _workers(self, slots: int) -> AllocationWorkers:
+        workers = AllocationWorkers(self.db, "me", workers=slots, backlog=0)
+        return workers
+
+    def test_claims_dead_rows_up_to_free_slots_only(self) -> None:
+        for name in ("me", "dead", "live"):
+            conductors.register(self.db, name)
+        self._age_heartbeat("dead", 120)
+        dead = [self._allocation("dead") for _ in range(3)]
+        live = self._allocation("live")
+        mine = self._allocation("me")
+        gate = threading.Event()
+        workers = self._workers(2)
+        with mock.patch.object(workers, "process",
+                               side_effect=lambda _i: gate.wait(10)):
+            takeover = Takeover(self.db, workers, heartbeat_timeout=60,
+                                interval=1)
+            self.assertEqual(2, takeover.run_once())
+            self.assertEqual(0, takeover.run_once())  # pool full
+            gate.set()
+            workers.shutdown()
+        self.assertEqual(["me", "me", "dead"],
+                         [self._affinity(i) for i in dead])
+        self.assertEqual("live", self._affinity(live))
+        self.assertEqual("me", self._affinity(mine))
+
+    def test_own_heartbeat_lag_takes_nothing(self) -> None:
+        conductors.register(self.db, "me")
+        self._age_heartbeat("me", 3600)
+        mine = self._allocation("me")
+        workers = self._workers(2)
+        self.addCleanup(workers.shutdown)
+        takeover = Takeover(self.db, workers, heartbeat_timeout=60,
+                            interval=1)
+        with mock.patch.object(workers, "submit") as submit:
+            self.assertEqual(0, takeover.run_once())
+        submit.assert_not_called()
+        self.assertEqual("me", self._affinity(mine))
+
+    def test_requeues_own_rows_no_worker_holds(self) -> None:
+        conductors.register(self.db, "me")
+        stale = self._allocation("me", age=60)
+        self._allocation("me")  # just stored: its request submits it
+        workers = self._workers(4)
+        self.addCleanup(workers.shutdown)
+        takeover = Takeover(self.db, workers, heartbeat_timeout=60,
+                            interval=1)
+        with mock.patch.object(workers, "submit") as submit:
+            self.assertEqual(1, takeover.run_once())
+        submit.assert_called_once_with(stale)
+
+
+class WorkerOutageTests(_DbCase):
+    def test_unavailable_database_is_retried_not_failed(self) -> None:
+        allocation = self._allocation("me")
+        workers = AllocationWorkers(self.db, "me", workers=1, backlog=0)
+        outage = OperationalError("SELECT", {}, Exception("refused"))
+        calls: list[int] = []
+
+        def flaky(allocation_id: int) -> None:
+            calls.append(allocation_id)
+            if len(calls) < 3:
+                raise outage
+
+        with (
+            mock.patch.object(workers_mod, "RETRY_FIRST", 0.01),
+            mock.patch.object(workers, "process", side_effect=flaky),
+        ):
+            self.assertTrue(workers.try_reserve_slot())
+            workers.submit(allocation)
+            deadline = time.monotonic() + 10
+            while workers.is_inflight(allocation):
+                self.assertLess(time.monotonic(), deadline)
+                time.sleep(0.01)
+            workers.shutdown()
+        self.assertEqual([allocation] * 3, calls)
+        self.assertIn("Database unavailable while processing allocation",
+                      self.logs.output)
+        with self.db.read() as session:
+            state = session.scalar(select(Allocation.state)
+                                   .where(Allocation.id == allocation))
+        self.assertEqual("allocating", state)  # never marked error
+        self.assertEqual(1, workers._slots.free())
+
+    def test_stop_during_outage_leaves_the_row(self) -> None:
+        allocation = self._allocation("me")
+        workers = AllocationWorkers(self.db, "me", workers=1, backlog=0)
+        outage = OperationalError("SELECT", {}, Exception("refused"))
+        attempted = threading.Event()
+
+        def down(_allocation_id: int) -> None:
+            attempted.set()
+            raise outage
+
+        with mock.patch.object(workers, "process", side_effect=down):
+            self.assertTrue(workers.try_reserve_slot())
+            workers.submit(allocation)
+            self.assertTrue(attempted.wait(10))
+            workers.shutdown()  # must not hang in the retry loop
+        self.assertFalse(workers.is_inflight(allocation))
+        with self.db.read() as session:
+            row = session.execute(
+                select(Allocation.state, Allocation.conductor_affinity)
+                .where(Allocation.id == allocation)).one()
+        self.assertEqual(("allocating", "me"), tuple(row))

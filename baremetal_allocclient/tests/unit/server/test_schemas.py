@@ -1,0 +1,70 @@
+"""Request validation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import testtools
+
+from baremetal_allocclient.server.api import schemas
+from baremetal_allocclient.server.api.errors import ApiError
+from baremetal_allocclient.server.api.versions import Version
+
+LATEST = Version(1, 73)
+
+
+class AllocationSchemaTests(testtools.TestCase):
+    def test_valid(self) -> None:
+        for body in [
+            {"resource_class": "x"},
+            {"resource_class": "x", "traits": ["CUSTOM_A", "HW_CPU_X86_VMX"],
+             "candidate_nodes": ["n"], "name": "a", "extra": {"k": 1},
+             "uuid": None, "owner": "p", "node": None},
+            {"node": "n"},
+        ]:
+            schemas.validate(body, schemas.allocation_create(LATEST))
+
+    def test_invalid(self) -> None:
+        cases: list[tuple[Any, Version, str]] = [
+            ([], LATEST, "is not of type 'object'"),
+            (None, LATEST, "is not of type 'object'"),
+            ({"resource_class": 1}, LATEST, "is not of type"),
+            ({"resource_class": "x" * 81}, LATEST, "is too long"),
+            ({"resource_class": "x", "x": 1}, LATEST, "'x' was unexpected"),
+            ({"resource_class": "x", "traits": ["lower"]}, LATEST,
+             "'lower' is not valid under any of the given schemas"),
+            ({"resource_class": "x", "traits": ["CUSTOM_"]}, LATEST,
+             "'CUSTOM_' is not valid under any of the given schemas"),
+            # Upper case but not in the os-traits catalogue, as in Ironic.
+            ({"resource_class": "x", "traits": ["FOO_BAR"]}, LATEST,
+             "'FOO_BAR' is not valid under any of the given schemas"),
+            ({"resource_class": "x", "node": "n"}, Version(1, 57),
+             "'node' was unexpected"),
+            ({"resource_class": "x", "owner": "o"}, Version(1, 59),
+             "'owner' was unexpected"),
+        ]
+        for body, version, words in cases:
+            error = self.assertRaises(
+                ApiError, schemas.validate, body,
+                schemas.allocation_create(version))
+            self.assertEqual(400, error.status)
+            self.assertIn(words, error.message)
+            self.assertTrue(error.message.startswith("Schema error: "))
+
+
+class NameAndUuidTests(testtools.TestCase):
+    def test_names(self) -> None:
+        for name, valid in [("node-1", True), ("a.b_c~d", True),
+                            ("n" * 255, True), ("n" * 256, False),
+                            ("has space", False), ("", False),
+                            ("slash/", False), (5, False), (None, False)]:
+            self.assertEqual(valid, schemas.is_valid_name(name), str(name))
+
+    def test_uuids(self) -> None:
+        good = "9c1a3f8e-2b6d-4f0a-8c5e-1d2e3f4a5b6c"
+        for value, valid in [(good, True), (good.upper(), True),
+                             ("not-a-uuid", False), (good[:-1], False),
+                             (good.replace("-", ""), False), (None, False)]:
+            self.assertEqual(valid, schemas.is_uuid(value), str(value))
+        self.assertTrue(schemas.is_uuid_like(good.replace("-", "")))
+        self.assertFalse(schemas.is_uuid_like("node-1"))

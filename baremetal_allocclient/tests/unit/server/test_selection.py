@@ -1,0 +1,100 @@
+"""Selection decisions: filter order, wording, candidate order."""
+
+from __future__ import annotations
+
+import random
+
+import testtools
+
+from baremetal_allocclient.server.logic import selection as sel
+from baremetal_allocclient.server.logic.selection import Filter, Request
+
+
+class ActiveFiltersTests(testtools.TestCase):
+    def test_table(self) -> None:
+        cases = [
+            (Request("rc"), [Filter.RESOURCE_CLASS]),
+            (Request("rc", traits=("CUSTOM_A",)),
+             [Filter.RESOURCE_CLASS, Filter.TRAITS]),
+            (Request("rc", candidate_nodes=("u",), owner="p",
+                     traits=("CUSTOM_A",)),
+             [Filter.RESOURCE_CLASS, Filter.CANDIDATES, Filter.OWNER,
+              Filter.TRAITS]),
+            (Request("rc", owner="p"), [Filter.RESOURCE_CLASS,
+                                        Filter.OWNER]),
+        ]
+        for request, expected in cases:
+            self.assertEqual(expected, sel.active_filters(request))
+
+
+class FirstEmptyTests(testtools.TestCase):
+    def test_table(self) -> None:
+        full = Request("rc", candidate_nodes=("u",), owner="p",
+                       traits=("CUSTOM_A",))
+        cases = [
+            (full, [0, 0, 0, 0], Filter.RESOURCE_CLASS),
+            (full, [3, 0, 0, 0], Filter.CANDIDATES),
+            (full, [3, 1, 0, 0], Filter.OWNER),
+            (full, [3, 1, 1, 0], Filter.TRAITS),
+            (full, [3, 1, 1, 1], None),
+            (Request("rc"), [0], Filter.RESOURCE_CLASS),
+            (Request("rc"), [2], None),
+        ]
+        for request, counts, expected in cases:
+            self.assertEqual(expected, sel.first_empty(request, counts))
+
+    def test_counts_must_match_filters(self) -> None:
+        self.assertRaises(ValueError, sel.first_empty, Request("rc"), [1, 2])
+
+
+class MessageTests(testtools.TestCase):
+    def test_empty_reason_names_the_filter(self) -> None:
+        request = Request("gold", traits=("CUSTOM_B", "CUSTOM_A"),
+                          owner="proj")
+        cases = [
+            (Filter.RESOURCE_CLASS,
+             "no available nodes match the resource class gold"),
+            (Filter.CANDIDATES,
+             "none of the requested nodes are available and match the "
+             "resource class gold"),
+            (Filter.OWNER,
+             "no available nodes matching the resource class gold are "
+             "owned by or leased to project proj"),
+            (Filter.TRAITS,
+             "no suitable nodes have the requested traits CUSTOM_B, "
+             "CUSTOM_A"),
+        ]
+        for flt, expected in cases:
+            self.assertEqual(expected, sel.empty_reason(request, flt))
+
+    def test_reservation_failure(self) -> None:
+        self.assertEqual("could not reserve any of 3 suitable nodes",
+                         sel.reservation_failure(3))
+        self.assertEqual("all nodes were filtered out during reservation",
+                         sel.reservation_failure(0))
+
+    def test_failure_message(self) -> None:
+        self.assertEqual("Failed to process allocation u: why.",
+                         sel.failure_message("u", "why"))
+
+
+class OrderTests(testtools.TestCase):
+    def test_named_node_first_rest_shuffled(self) -> None:
+        candidates = [(i, f"node-{i}") for i in range(10)]
+        orders = set()
+        for seed in range(20):
+            order = sel.order_candidates(candidates, "node-7",
+                                         random.Random(seed))
+            self.assertEqual(7, order[0])
+            self.assertEqual(sorted(order), list(range(10)))
+            orders.add(tuple(order))
+        self.assertGreater(len(orders), 1)
+
+    def test_no_name_match_is_a_plain_shuffle(self) -> None:
+        candidates = [(1, None), (2, "a"), (3, "b")]
+        rng = random.Random(42)
+        expected = [1, 2, 3]
+        random.Random(42).shuffle(expected)
+        self.assertEqual(expected,
+                         sel.order_candidates(candidates, "zzz", rng))
+        self.assertEqual([], sel.order_candidates([], "x", rng))

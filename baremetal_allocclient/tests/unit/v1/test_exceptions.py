@@ -1,0 +1,80 @@
+"""Error body parsing and the exception hierarchy."""
+
+from __future__ import annotations
+
+import json
+
+import testtools
+
+from baremetal_allocclient import exceptions
+from baremetal_allocclient.tests.unit.v1 import fakes
+from baremetal_allocclient.v1 import Allocation
+
+
+class ParseErrorBodyTest(testtools.TestCase):
+
+    def test_ironic_bodies(self) -> None:
+        nested = json.dumps(fakes.ironic_error("Node x could not be found."))
+        described = json.dumps({"error_message": json.dumps({
+            "code": "406", "title": "Not Acceptable",
+            "description": "Version 1.99 was requested"})})
+        table = [
+            (nested, "Node x could not be found."),
+            (described, "Version 1.99 was requested"),
+            (json.dumps({"error_message": {"faultstring": "as object"}}),
+             "as object"),
+            (json.dumps({"error_message": "not json inside"}),
+             "not json inside"),
+            (json.dumps({"error": {"message": "keystone style"}}),
+             "keystone style"),
+            (json.dumps({"errors": [{"title": "T", "detail": "D"}]}), "D"),
+            ("<html>\nBad Gateway</html>", "<html>"),
+            (b"plain bytes", "plain bytes"),
+            ("", None),
+            (None, None),
+            ("{}", None),
+        ]
+        for body, expected in table:
+            message, _doc = exceptions.parse_error_body(body)
+            self.assertEqual(expected, message, body)
+
+    def test_from_response_classes(self) -> None:
+        table = {400: exceptions.BadRequest, 401: exceptions.Unauthorized,
+                 403: exceptions.Forbidden, 404: exceptions.NotFound,
+                 405: exceptions.MethodNotAllowed,
+                 406: exceptions.NotAcceptable, 409: exceptions.Conflict,
+                 500: exceptions.ServerError, 504: exceptions.ServerError,
+                 503: exceptions.ServiceUnavailable,
+                 429: exceptions.HttpError}
+        for status, cls in table.items():
+            error = exceptions.from_response(status, None, reason="R",
+                                             request_id="req-9")
+            self.assertIs(cls, type(error))
+            self.assertIsInstance(error, exceptions.ClientError)
+            self.assertEqual(status, error.status_code)
+            self.assertEqual("R", error.message)
+            self.assertEqual(f"R (HTTP {status}) (Request-ID: req-9)",
+                             str(error))
+        self.assertTrue(issubclass(exceptions.ServiceUnavailable,
+                                   exceptions.ServerError))
+
+    def test_messages(self) -> None:
+        error = exceptions.VersionNotSupported(
+            "updating allocations", (1, 57), server_min=(1, 1),
+            server_max=(1, 56))
+        self.assertEqual(
+            "updating allocations requires bare metal API version 1.57 or "
+            "newer; the server supports 1.1 to 1.56", str(error))
+        alloc = Allocation(uuid="a1", name="web-1", state="allocating")
+        self.assertIn("web-1 (last state: allocating)",
+                      str(exceptions.WaitTimeout([alloc], 2.5)))
+        many = [Allocation(uuid=f"a{i}", state="allocating")
+                for i in range(5)]
+        text = str(exceptions.WaitTimeout(many, 10))
+        self.assertIn("5 allocations (a0, a1, a2 and 2 more)", text)
+        failed = exceptions.AllocationFailed(alloc, None)
+        self.assertEqual("Allocation web-1 failed: no reason given",
+                         str(failed))
+        down = exceptions.ConnectionFailed("http://h:1", "Connection refused")
+        self.assertIn("http://h:1", str(down))
+        self.assertIsInstance(exceptions.InvalidArgument("x"), ValueError)

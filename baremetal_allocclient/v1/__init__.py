@@ -1,0 +1,18 @@
+"""Typed SDK for the bare metal Allocation API (Ironic API v1).
+
+Example::
+
+    from baremetal_allocclient.v1 import Client
+
+    client = Client.from_endpoint("http://127.0.0.1:6385")
+    allocation = client.allocate("baremetal", traits=["CUSTOM_GPU"])
+    print(allocation.node_uuid)
+    client.delete_allocation(allocation.uuid)
+"""
+
+from baremetal_allocclient.v1.client import UNSET, Client
+from baremetal_allocclient.v1.resources import Allocation, Node
+from baremetal_allocclient.v1.retries import RetryPolicy
+from baremetal_allocclient.v1.waiting import Progress
+
+__all__ = ["UNSET", "Allocation", "Client", "Node", "Progress", "RetryPolicy"]

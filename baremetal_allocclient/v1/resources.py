@@ -1,0 +1,307 @@
+"""Typed, immutable views of the API's allocations and nodes.
+
+Each resource is a frozen dataclass whose fields are declared once, with the
+wire name, a parser and a human label in the field's metadata.  The same
+declaration drives JSON parsing (:meth:`Allocation.from_wire`), the list of
+valid ``fields=`` names and the CLI's column table (:func:`columns`).  A
+field the server did not return (``fields=`` or an older API version) is
+``None``: the SDK never invents values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import types
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar, TypeVar
+
+from baremetal_allocclient import exceptions
+
+Parser = Callable[[Any], Any]
+
+
+def _parse_str(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, got {type(value).__name__}")
+    return value
+
+
+def _parse_bool(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"expected a boolean, got {type(value).__name__}")
+    return value
+
+
+def _parse_str_tuple(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list | tuple):
+        raise TypeError(f"expected a list, got {type(value).__name__}")
+    return tuple(_parse_str(item) for item in value)
+
+
+def _parse_mapping(value: Any) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise TypeError(f"expected an object, got {type(value).__name__}")
+    # A read-only proxy keeps the frozen dataclass honestly immutable.
+    return types.MappingProxyType(dict(value))
+
+
+def _parse_links(value: Any) -> tuple[Mapping[str, Any], ...]:
+    if not isinstance(value, list | tuple):
+        raise TypeError(f"expected a list, got {type(value).__name__}")
+    return tuple(_parse_mapping(item) for item in value)
+
+
+def parse_timestamp(value: Any) -> datetime.datetime:
+    """Parse an ISO 8601 timestamp; naive values are taken as UTC."""
+    text = _parse_str(value).strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    stamp = datetime.datetime.fromisoformat(text)
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=datetime.timezone.utc)
+    return stamp
+
+
+def _field(
+    label: str,
+    parser: Parser,
+    *,
+    wire: str | None = None,
+    hashable: bool = True,
+) -> Any:
+    """Declare one API field: default ``None``, parser, label, wire name."""
+    return dataclasses.field(
+        default=None,
+        hash=None if hashable else False,
+        metadata={"label": label, "parser": parser, "wire": wire},
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class FieldSpec:
+    """One row of a resource's field table."""
+
+    name: str
+    """Python attribute name."""
+    wire: str
+    """JSON key in the API."""
+    label: str
+    """Human column heading, e.g. ``"Resource Class"``."""
+    parser: Parser
+
+
+R = TypeVar("R", bound="_Resource")
+
+
+class _Resource:
+    """Shared parsing for the resource dataclasses (not public)."""
+
+    RESOURCE: ClassVar[str] = "resource"
+
+    @classmethod
+    def field_specs(cls) -> tuple[FieldSpec, ...]:
+        """Return the field table, in declaration order."""
+        specs = []
+        for field in dataclasses.fields(cls):  # type: ignore[arg-type]
+            meta = field.metadata
+            if "parser" not in meta:
+                continue
+            specs.append(
+                FieldSpec(
+                    name=field.name,
+                    wire=meta["wire"] or field.name,
+                    label=meta["label"],
+                    parser=meta["parser"],
+                )
+            )
+        return tuple(specs)
+
+    @classmethod
+    def wire_names(cls) -> frozenset[str]:
+        """Return the names valid in ``fields=``."""
+        return frozenset(spec.wire for spec in cls.field_specs())
+
+    @classmethod
+    def from_wire(cls: type[R], data: Any) -> R:
+        """Build the resource from a decoded JSON object.
+
+        Raises:
+            InvalidResponse: ``data`` is not an object or a field has the
+                wrong type.
+        """
+        if not isinstance(data, Mapping):
+            raise exceptions.InvalidResponse(
+                f"Expected a {cls.RESOURCE} object, got "
+                f"{type(data).__name__}"
+            )
+        values: dict[str, Any] = {}
+        for spec in cls.field_specs():
+            raw = data.get(spec.wire)
+            if raw is None:
+                continue
+            try:
+                values[spec.name] = spec.parser(raw)
+            except (TypeError, ValueError) as exc:
+                raise exceptions.InvalidResponse(
+                    f"Invalid {cls.RESOURCE} field {spec.wire!r} "
+                    f"in server response: {exc}"
+                ) from exc
+        values["raw"] = types.MappingProxyType(dict(data))
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the fields as plain JSON-friendly values, by wire name.
+
+        Timestamps become ISO 8601 strings, tuples lists, mappings dicts.
+        """
+        return {
+            spec.wire: _plain(getattr(self, spec.name))
+            for spec in self.field_specs()
+        }
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, datetime.datetime):
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, tuple | list):
+        return [_plain(item) for item in value]
+    return value
+
+
+_EMPTY: Mapping[str, Any] = types.MappingProxyType({})
+
+
+@dataclasses.dataclass(frozen=True)
+class Allocation(_Resource):
+    """A reservation of one node matching a resource class and traits.
+
+    ``state`` is ``allocating`` until the server picks a node, then
+    ``active`` (``node_uuid`` set) or ``error`` (``last_error`` says why).
+    """
+
+    RESOURCE: ClassVar[str] = "allocation"
+
+    uuid: str | None = _field("UUID", _parse_str)
+    name: str | None = _field("Name", _parse_str)
+    state: str | None = _field("State", _parse_str)
+    resource_class: str | None = _field("Resource Class", _parse_str)
+    traits: tuple[str, ...] | None = _field("Traits", _parse_str_tuple)
+    candidate_nodes: tuple[str, ...] | None = _field(
+        "Candidate Nodes", _parse_str_tuple
+    )
+    node_uuid: str | None = _field("Node UUID", _parse_str)
+    owner: str | None = _field("Owner", _parse_str)
+    last_error: str | None = _field("Last Error", _parse_str)
+    extra: Mapping[str, Any] | None = _field(
+        "Extra", _parse_mapping, hashable=False
+    )
+    created_at: datetime.datetime | None = _field(  # noqa: RUF009
+        "Created At", parse_timestamp
+    )
+    updated_at: datetime.datetime | None = _field(  # noqa: RUF009
+        "Updated At", parse_timestamp
+    )
+    links: tuple[Mapping[str, Any], ...] | None = _field(
+        "Links", _parse_links, hashable=False
+    )
+    raw: Mapping[str, Any] = dataclasses.field(
+        default_factory=lambda: _EMPTY, repr=False, compare=False,
+        hash=False,
+    )
+    """The decoded JSON object exactly as the server sent it."""
+
+    @property
+    def ident(self) -> str:
+        """Identifier to address it by (the UUID if known, else the name)."""
+        ident = self.uuid or self.name
+        if ident is None:
+            raise exceptions.InvalidArgument(
+                "This allocation has neither uuid nor name (was it read "
+                "with fields= excluding both?)"
+            )
+        return ident
+
+
+@dataclasses.dataclass(frozen=True)
+class Node(_Resource):
+    """The read-only part of a node that allocation users need.
+
+    Fields newer than the negotiated API version (``lessee`` needs 1.65,
+    ``traits`` 1.37, ``allocation_uuid`` 1.52) are ``None``.
+    """
+
+    RESOURCE: ClassVar[str] = "node"
+
+    uuid: str | None = _field("UUID", _parse_str)
+    name: str | None = _field("Name", _parse_str)
+    provision_state: str | None = _field("Provisioning State", _parse_str)
+    target_provision_state: str | None = _field(
+        "Target Provision State", _parse_str
+    )
+    power_state: str | None = _field("Power State", _parse_str)
+    target_power_state: str | None = _field("Target Power State", _parse_str)
+    maintenance: bool | None = _field("Maintenance", _parse_bool)
+    maintenance_reason: str | None = _field("Maintenance Reason", _parse_str)
+    resource_class: str | None = _field("Resource Class", _parse_str)
+    traits: tuple[str, ...] | None = _field("Traits", _parse_str_tuple)
+    owner: str | None = _field("Owner", _parse_str)
+    lessee: str | None = _field("Lessee", _parse_str)
+    allocation_uuid: str | None = _field("Allocation UUID", _parse_str)
+    instance_uuid: str | None = _field("Instance UUID", _parse_str)
+    instance_info: Mapping[str, Any] | None = _field(
+        "Instance Info", _parse_mapping, hashable=False
+    )
+    properties: Mapping[str, Any] | None = _field(
+        "Properties", _parse_mapping, hashable=False
+    )
+    driver: str | None = _field("Driver", _parse_str)
+    conductor_group: str | None = _field("Conductor Group", _parse_str)
+    description: str | None = _field("Description", _parse_str)
+    last_error: str | None = _field("Last Error", _parse_str)
+    created_at: datetime.datetime | None = _field(  # noqa: RUF009
+        "Created At", parse_timestamp
+    )
+    updated_at: datetime.datetime | None = _field(  # noqa: RUF009
+        "Updated At", parse_timestamp
+    )
+    links: tuple[Mapping[str, Any], ...] | None = _field(
+        "Links", _parse_links, hashable=False
+    )
+    raw: Mapping[str, Any] = dataclasses.field(
+        default_factory=lambda: _EMPTY, repr=False, compare=False,
+        hash=False,
+    )
+    """The decoded JSON object exactly as the server sent it."""
+
+
+def columns(resource: type[_Resource]) -> tuple[tuple[str, str], ...]:
+    """Return ``(wire name, label)`` pairs for a resource, for tables."""
+    return tuple((spec.wire, spec.label) for spec in resource.field_specs())
+
+
+def validate_fields(
+    resource: type[_Resource], fields: Sequence[str] | None
+) -> tuple[str, ...] | None:
+    """Check ``fields=`` names against the field table.
+
+    Raises:
+        InvalidArgument: naming the unknown fields and the valid ones.
+    """
+    if fields is None:
+        return None
+    if isinstance(fields, str):
+        fields = [part for part in fields.split(",") if part]
+    names = tuple(dict.fromkeys(name.strip() for name in fields))
+    if not names:
+        raise exceptions.InvalidArgument("fields= must name at least one")
+    valid = resource.wire_names()
+    unknown = [name for name in names if name not in valid]
+    if unknown:
+        raise exceptions.InvalidArgument(
+            f"Unknown {resource.RESOURCE} field(s): {', '.join(unknown)}; "
+            f"valid fields: {', '.join(sorted(valid))}"
+        )
+    return names

@@ -1,0 +1,384 @@
+"""The one request helper: microversions, retries and error mapping.
+
+Negotiation strategy (chosen to make a simple CLI command cost exactly one
+HTTP request):
+
+* Optimistic by default.  Until the server's range is known, a request is
+  sent at the client's maximum (:data:`versions.CLIENT_MAX_VERSION`).  Every
+  Ironic ``/v1`` response announces the server's range in its
+  ``X-OpenStack-Ironic-API-Minimum/Maximum-Version`` headers, which the
+  transport records, so no discovery round trip is needed.
+* A server older than the client answers that first request with 406 and
+  its range; the transport then retries once at ``min(client max, server
+  max)`` if the call's feature exists there, or raises
+  :class:`~baremetal_allocclient.exceptions.VersionNotSupported` naming the
+  feature and the version it needs.  If a 406 carries no range, the root
+  document (``GET /``) is read once to learn it.
+* Once the range is known (from any response or from :meth:`discover`), each
+  call's feature is checked before anything is sent.
+* A pinned version is always sent as is; a 406 for it is reported as
+  VersionNotSupported, never silently downgraded.
+
+The range is learned once per transport (that is, per Client) and shared by
+all its calls.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import urllib.parse
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import requests
+from keystoneauth1 import adapter as ks_adapter
+from keystoneauth1 import exceptions as ks_exc
+
+from baremetal_allocclient import exceptions
+from baremetal_allocclient.v1 import retries, versions
+
+LOG = logging.getLogger(__name__)
+
+REQUEST_ID_HEADER = "x-openstack-request-id"
+
+VersionRange = tuple[versions.Version, versions.Version]
+
+
+def root_endpoint(endpoint: str) -> str:
+    """Strip a trailing ``/`` and ``/v1`` from a bare metal endpoint.
+
+    Catalogs and users give either ``http://host:6385`` or
+    ``http://host:6385/v1``; requests are built from the root.
+    """
+    root = endpoint.rstrip("/")
+    if root.endswith("/v1"):
+        root = root[: -len("/v1")]
+    return root.rstrip("/")
+
+
+def is_transient_connection_error(error: BaseException) -> bool:
+    """A refused connection never reached the server: safe to repeat."""
+    text = str(error).lower()
+    return "refused" in text or "errno 111" in text
+
+
+def _reason(error: BaseException) -> str:
+    """Shorten keystoneauth/urllib3's nested connection error text."""
+    text = str(error)
+    for marker in ("Connection refused", "Name or service not known",
+                   "timed out", "No route to host",
+                   "Temporary failure in name resolution",
+                   "certificate verify failed"):
+        if marker.lower() in text.lower():
+            return marker
+    return text
+
+
+def _from_keystoneauth(
+    error: Exception, context: str
+) -> exceptions.ClientError:
+    """Map a keystoneauth error raised outside our own request.
+
+    Token requests and catalog lookups happen inside keystoneauth; their
+    HTTP errors (e.g. a wrong password, 401) keep their status, anything
+    else (missing auth options, no endpoint in the catalog) is a
+    configuration problem.
+    """
+    if isinstance(error, ks_exc.HttpError):
+        status = int(error.http_status or 0)
+        cls = exceptions.error_class(status)
+        return cls(
+            f"{context}: {error.message or error}",
+            status_code=status,
+            request_id=error.request_id,
+            method=error.method,
+            url=error.url,
+        )
+    return exceptions.ConfigurationError(f"{context}: {error}")
+
+
+class Transport:
+    """Sends requests on a keystoneauth1 Adapter.
+
+    Its only state is the endpoint root and the server's version range,
+    each learned once; threads sharing a transport at worst learn them
+    twice.
+
+    Args:
+        adapter: an Adapter for service type ``baremetal`` (endpoint
+            override, interface and region already set).
+        api_version: a pin such as ``"1.58"``, or ``None``/``"latest"`` to
+            negotiate.
+        retry_policy: budget for transient failures.
+        sleep: injected for tests; defaults to :func:`time.sleep`.
+    """
+
+    def __init__(
+        self,
+        adapter: ks_adapter.Adapter,
+        *,
+        api_version: str | versions.Version | None = None,
+        retry_policy: retries.RetryPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.adapter = adapter
+        self.pinned = versions.parse_pin(api_version)
+        self.retry_policy = retry_policy or retries.RetryPolicy()
+        self._sleep = sleep
+        self._root: str | None = None
+        self.server_range: VersionRange | None = None
+
+    # -- endpoint -------------------------------------------------------
+
+    @property
+    def root(self) -> str:
+        """The API root URL (without ``/v1``), resolved once."""
+        if self._root is None:
+            try:
+                endpoint = self.adapter.get_endpoint()
+            except ks_exc.ConnectionError as exc:
+                raise exceptions.ConnectionFailed(
+                    "the identity service", _reason(exc)
+                ) from exc
+            except ks_exc.ClientException as exc:
+                raise _from_keystoneauth(
+                    exc, "Cannot determine the bare metal endpoint"
+                ) from exc
+            if not endpoint:
+                raise exceptions.ConfigurationError(
+                    "No bare metal endpoint: pass an endpoint URL, set "
+                    "baremetal_endpoint_override or use a cloud whose "
+                    "catalog lists the baremetal service"
+                )
+            self._root = root_endpoint(endpoint)
+        return self._root
+
+    def url(self, path: str) -> str:
+        """Return the absolute URL for an API path like ``/v1/nodes``."""
+        return self.root + path
+
+    # -- versions -------------------------------------------------------
+
+    @property
+    def api_version(self) -> versions.Version:
+        """The version this transport sends, discovering it if unknown."""
+        if self.pinned is not None:
+            return self.pinned
+        if self.server_range is None:
+            self.discover()
+        return versions.choose_version(self.server_range)
+
+    def discover(self) -> VersionRange | None:
+        """Read the server's version range from the root document.
+
+        One ``GET /``; the result is kept for the life of the transport.
+        """
+        response = self._send("GET", self.root + "/", version=None)
+        if response.status_code >= 400:
+            raise self._error(response)
+        learned = versions.range_from_headers(response.headers)
+        if learned is None:
+            learned = versions.range_from_document(self.json(response))
+        if learned is None:
+            raise exceptions.InvalidResponse(
+                f"{self.root}/ did not describe the bare metal API versions"
+            )
+        self.server_range = learned
+        return learned
+
+    def _version_for(self, feature: versions.Feature) -> versions.Version:
+        if self.pinned is not None:
+            version = self.pinned
+        else:
+            version = versions.choose_version(self.server_range)
+            if (
+                self.server_range is not None
+                and version < self.server_range[0]
+            ):
+                # The server dropped every version this client speaks.
+                raise exceptions.VersionNotSupported(
+                    "this client (API up to "
+                    f"{versions.format_version(versions.CLIENT_MAX_VERSION)})",
+                    None,
+                    server_min=self.server_range[0],
+                    server_max=self.server_range[1],
+                )
+        versions.check_feature(
+            feature,
+            version,
+            server_range=self.server_range,
+            pinned=self.pinned,
+        )
+        return version
+
+    def _learn(self, response: requests.Response) -> None:
+        if self.server_range is None:
+            self.server_range = versions.range_from_headers(response.headers)
+
+    # -- requests -------------------------------------------------------
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        feature: versions.Feature,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+    ) -> requests.Response:
+        """Send one API call at the right version; raise typed errors.
+
+        Returns the successful response.  Raises HttpError subclasses,
+        VersionNotSupported or ConnectionFailed.
+        """
+        url = self.url(path)
+        version = self._version_for(feature)
+        response = self._send(method, url, version, params=params, json=json)
+        self._learn(response)
+        if response.status_code == 406:
+            response = self._renegotiate(
+                response,
+                method,
+                url,
+                version,
+                feature=feature,
+                params=params,
+                json=json,
+            )
+        if response.status_code >= 400:
+            raise self._error(response)
+        return response
+
+    def _renegotiate(
+        self,
+        response: requests.Response,
+        method: str,
+        url: str,
+        version: versions.Version,
+        *,
+        feature: versions.Feature,
+        params: Mapping[str, Any] | None,
+        json: Any,
+    ) -> requests.Response:
+        """Handle a 406: retry once at the server's maximum if it helps."""
+        learned = versions.range_from_headers(response.headers)
+        if learned is None:
+            try:
+                learned = self.discover()
+            except exceptions.ClientError:
+                learned = None
+        if not versions.is_version_rejection(version, learned):
+            return response  # A genuine NotAcceptable about the content.
+        if learned is None:
+            return response
+        self.server_range = learned
+        if self.pinned is not None:
+            raise exceptions.VersionNotSupported(
+                "the pinned API version",
+                None,
+                server_min=learned[0],
+                server_max=learned[1],
+                requested=self.pinned,
+            )
+        retry_version = self._version_for(feature)
+        if retry_version == version:
+            return response
+        LOG.debug(
+            "Server rejected API %s, retrying at %s",
+            versions.format_version(version),
+            versions.format_version(retry_version),
+        )
+        retried = self._send(
+            method, url, retry_version, params=params, json=json
+        )
+        return retried
+
+    def _send(
+        self,
+        method: str,
+        url: str,
+        version: versions.Version | None,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+    ) -> requests.Response:
+        """Send with the retry budget; return the last response."""
+        kwargs: dict[str, Any] = {
+            "raise_exc": False,
+            "headers": {"Accept": "application/json"},
+        }
+        if version is not None:
+            kwargs["microversion"] = versions.format_version(version)
+        if params:
+            kwargs["params"] = dict(params)
+        if json is not None:
+            kwargs["json"] = json
+        delays = self.retry_policy.delays()
+        while True:
+            try:
+                response = self.adapter.request(url, method, **kwargs)
+            except ks_exc.ConnectionError as exc:
+                delay = next(delays, None)
+                if delay is None or not is_transient_connection_error(exc):
+                    raise exceptions.ConnectionFailed(
+                        self._safe_root(), _reason(exc)
+                    ) from exc
+                LOG.debug("%s %s: %s; retrying in %.2fs", method, url,
+                          _reason(exc), delay)
+                self._sleep(delay)
+                continue
+            except ks_exc.ClientException as exc:
+                raise _from_keystoneauth(exc, "Authentication failed") from exc
+            if response.status_code < 400:
+                return response
+            message, _doc = exceptions.parse_error_body(response.content)
+            if not retries.is_transient_status(
+                response.status_code, message
+            ):
+                return response
+            delay = next(delays, None)
+            if delay is None:
+                return response
+            hinted = retries.retry_after(
+                response.headers.get("Retry-After"), self.retry_policy
+            )
+            if hinted is not None:
+                delay = hinted
+            LOG.debug("%s %s: HTTP %d; retrying in %.2fs", method, url,
+                      response.status_code, delay)
+            self._sleep(delay)
+
+    def _safe_root(self) -> str:
+        return self._root or "the configured endpoint"
+
+    @staticmethod
+    def _error(response: requests.Response) -> exceptions.HttpError:
+        request = response.request
+        return exceptions.from_response(
+            response.status_code,
+            response.content,
+            reason=response.reason,
+            request_id=response.headers.get(REQUEST_ID_HEADER),
+            method=request.method if request is not None else None,
+            url=request.url if request is not None else None,
+        )
+
+    @staticmethod
+    def json(response: requests.Response) -> Any:
+        """Decode a successful response's JSON body (InvalidResponse)."""
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise exceptions.InvalidResponse(
+                f"Expected JSON from {response.url}, got "
+                f"{response.headers.get('Content-Type', 'no content type')}",
+                status_code=response.status_code,
+            ) from exc
+
+
+def quote(ident: str) -> str:
+    """Quote a UUID or name for use as one path segment."""
+    if not ident:
+        raise exceptions.InvalidArgument("An identifier must not be empty")
+    return urllib.parse.quote(ident, safe="")

@@ -1,0 +1,44 @@
+"""Sphinx configuration for the baremetal-allocclient documentation.
+
+The build needs no network access: no intersphinx, no remote images.
+``doc/source/_ext`` holds one small local extension (the ``baremetal-alloc``
+command table for cliff's autoprogram directive).
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "_ext"))
+
+project = "baremetal-allocclient"
+copyright = "2026, baremetal-allocclient developers"
+author = "baremetal-allocclient developers"
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.napoleon",
+    "cliff.sphinxext",
+    "reno.sphinxext",
+    "fixed_cliff",
+]
+
+exclude_patterns: list[str] = ["examples/README.rst"]
+html_theme = "alabaster"
+html_theme_options = {
+    "description": "Reserve bare metal nodes: SDK, CLI, reference server",
+    "fixed_sidebar": True,
+}
+nitpicky = False
+
+# The SDK's docstrings are Google style; type hints come from signatures.
+napoleon_google_docstring = True
+napoleon_numpy_docstring = False
+napoleon_use_rtype = False
+autodoc_typehints = "description"
+autodoc_typehints_description_target = "all"
+autodoc_member_order = "bysource"
+autodoc_default_options = {"show-inheritance": True}
+
+# cliff: commands are documented without the generic --help option.
+autoprogram_cliff_ignored = ["--help"]
+autoprogram_cliff_app_dist_name = "baremetal-allocclient"

@@ -1,0 +1,2 @@
+baremetal-alloc delete web-1
+baremetal-alloc list --state active

@@ -1,0 +1,1 @@
+baremetal-alloc-server serve --db sqlite:///alloc.sqlite --port 6385
