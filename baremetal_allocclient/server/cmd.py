@@ -76,6 +76,12 @@ def _parser() -> argparse.ArgumentParser:
         help="HTTP request threads (default 32)",
     )
     serve.add_argument(
+        "--db-connections", type=_positive, default=None,
+        help="at most this many database connections (default 16 on "
+             "PostgreSQL and MariaDB, 64 on SQLite); keep the sum over all "
+             "processes below the database's connection limit",
+    )
+    serve.add_argument(
         "--conductor-name", default=socket.gethostname(),
         help="this process's name for allocation affinity (default: host "
              "name); a restart with the same name resumes its allocations",
@@ -181,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     url = args.db or default_db_url()
-    db = Database(url)
+    db = Database(url, getattr(args, "db_connections", None))
     try:
         if args.command == "db":
             db.upgrade()

@@ -42,6 +42,11 @@ def head_revision() -> str:
     return head
 SQLITE_BUSY_TIMEOUT_MS = 60_000
 CONNECT_TIMEOUT = 5  # seconds, PostgreSQL and MariaDB
+#: Default connection caps per process.  SQLite connections are cheap and
+#: writes queue on the process's lock anyway; a database server's are
+#: shared by every process (see ``serve --db-connections``).
+SQLITE_CONNECTIONS = 64
+SERVER_CONNECTIONS = 16
 # Session.info key marking write transactions: rows they read are locked
 # (SELECT ... FOR UPDATE on PostgreSQL/MariaDB; SQLite holds the write
 # lock for the whole transaction anyway).
@@ -116,14 +121,22 @@ def _sqlite_tuning(engine: Engine) -> None:
 class Database:
     """Owns the engine and hands out read and write transactions."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, max_connections: int | None = None) -> None:
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
-        # Enough connections for every HTTP and worker thread at once.
+        if max_connections is None:
+            max_connections = (
+                SQLITE_CONNECTIONS if self.is_sqlite else SERVER_CONNECTIONS
+            )
+        # A hard cap, no overflow: several processes share one database
+        # server whose connection limit (PostgreSQL's max_connections,
+        # 100 by default) must hold for all of them together.  Threads
+        # beyond the cap wait for a pooled connection (milliseconds under
+        # load) instead of being refused by the database.
         kwargs: dict[str, Any] = {
             "pool_pre_ping": not self.is_sqlite,
-            "pool_size": 20,
-            "max_overflow": 60,
+            "pool_size": max_connections,
+            "max_overflow": 0,
             # A request must not hang for minutes while the database is
             # unreachable: fail fast and answer 503.
             "pool_timeout": 10,
@@ -150,8 +163,6 @@ class Database:
                 "check_same_thread": False,
                 "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000,
             }
-            # Connections are cheap for SQLite; never make threads queue.
-            kwargs["pool_size"] = 64
         self.engine = create_engine(url, **kwargs)
         if self.is_sqlite:
             _sqlite_tuning(self.engine)

@@ -24,6 +24,10 @@ FAST = (
     "--heartbeat-timeout", "3",
     "--takeover-interval", "1",
 )
+#: Database connections per process.  Test classes on the other stestr
+#: worker share the same PostgreSQL (max_connections 100) at the same
+#: time, so every process stays well inside its share.
+DB_CONNECTIONS = ("--db-connections", "8")
 
 
 def upgrade(db_url: str) -> None:
@@ -51,7 +55,8 @@ def start(db_url: str, name: str, *extra: str) -> ServerProcess:
     """One ``serve`` process named ``name``; the caller cleans it up."""
     server = ServerProcess(db_url)
     try:
-        server.start("--conductor-name", name, *extra, timeout=60)
+        server.start("--conductor-name", name, *DB_CONNECTIONS, *extra,
+                     timeout=60)
     except BaseException:
         server.cleanup()
         raise

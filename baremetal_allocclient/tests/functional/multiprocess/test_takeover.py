@@ -151,7 +151,8 @@ class _TakeoverTests:
 
         # Restarted without the delay: it must simply finish them.
         phoenix.start("--conductor-name", f"{self.prefix}-phoenix",
-                      *_cluster.FAST, timeout=60)
+                      *_cluster.DB_CONNECTIONS, *_cluster.FAST,
+                      timeout=60)
         final = _cluster.wait_settled(bystander, self.rc, timeout=30)
         self._assert_all_active(final, 10)
         self.case.assertIn("Resuming 10 unfinished allocation(s)",

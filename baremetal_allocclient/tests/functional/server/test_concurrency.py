@@ -116,7 +116,9 @@ class _MultiProcessTests:
             server = ServerProcess(self.scratch.url)
             case.addCleanup(server.cleanup)
             server.upgrade()
-            server.start("--conductor-name", name)
+            # Within its share of the database's connection limit, which
+            # test classes on the other stestr worker use at the same time.
+            server.start("--conductor-name", name, "--db-connections", "8")
             self.servers.append(server)
         self.rc = "rc-multi-" + uuidlib.uuid4().hex[:12]
         self.servers[0].make_nodes(NODES, self.rc)
