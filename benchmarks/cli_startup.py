@@ -286,6 +286,11 @@ def requests_per_verb(endpoint: str, proxy: CountingProxy,
         ("set", ["set", name, "--extra", "k=v"]),
         ("unset", ["unset", name, "--extra", "k"]),
         ("delete", ["delete", name]),
+        # One waited-on allocation: the answer of the create is held until
+        # it settled (Prefer: wait), so no polls follow.
+        ("create --wait", ["create", "--resource-class", "bench", "--name",
+                           name, "--wait", "30"]),
+        ("delete", ["delete", name]),
     ]
     counts = {}
     for verb, args in steps:

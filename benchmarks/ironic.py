@@ -25,21 +25,12 @@ from baremetal_allocclient.tests.functional import targets
 
 def start() -> targets.Target:
     """A fresh real-Ironic process (not the per-test-process singleton)."""
-    return targets._start_ironic()
-
-
-def pid(target: targets.Target) -> int:
-    """PID of the server process behind a target started here."""
-    process = target._process
-    assert process is not None
-    return int(process.popen.pid)
+    return targets.start_ironic()
 
 
 def database_path(target: targets.Target) -> str:
     """Ironic's SQLite file (see ``targets.ironic_config``)."""
-    process = target._process
-    assert process is not None
-    return os.path.join(process.workdir, "ironic.sqlite")
+    return os.path.join(target.workdir, "ironic.sqlite")
 
 
 def clone_nodes(target: targets.Target, template_uuid: str,

@@ -1,7 +1,8 @@
 """PNG plots of a benchmark result (matplotlib, benchmark-only dependency).
 
 * ``throughput.png``: allocations/s against client concurrency, reference
-  server beside real Ironic (same run, same client and node count);
+  server (polling and ``Prefer: wait`` clients) beside real Ironic (same
+  run, node count and load generator);
 * ``fleet.png``: cost per allocation (mean sequential POST-to-active time)
   against fleet size, log-log, reference server beside Ironic.
 """
@@ -37,22 +38,28 @@ def throughput(results: dict[str, Any], directory: str) -> str:
 
     comp = results["compare"]
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for name, style in (("reference", "o-"), ("ironic", "s--")):
+    for name, style, label in (
+            ("reference_prefer_wait", "o-",
+             "reference, Prefer: wait client (SQLite, 1 process)"),
+            ("reference", "o:",
+             "reference, polling client (SQLite, 1 process)"),
+            ("ironic", "s--", "real Ironic (SQLite, 1 process)")):
         if name not in comp:
             continue
         xs = comp["concurrency"]
         ys = [comp[name][str(c)]["median"]["allocations_per_s"] or 0.001
               for c in xs]
-        ax.plot(xs, ys, style, label=f"{name} (SQLite, 1 process)")
+        ax.plot(xs, ys, style, label=label)
     if "postgresql" in results:
         pg = results["postgresql"]
-        for procs in ("1", "4"):
+        for procs in sorted((k for k in pg if k.isdigit()), key=int):
             if procs in pg:
                 xs = [int(c) for c in pg[procs] if c.isdigit()]
                 ys = [pg[procs][str(c)]["median"]["allocations_per_s"]
                       for c in xs]
-                ax.plot(xs, ys, "^:", label=f"reference (PostgreSQL, "
-                        f"{procs} process{'es' if procs != '1' else ''})")
+                ax.plot(xs, ys, "^-.", label=f"reference, Prefer: wait "
+                        f"(PostgreSQL, {procs} process"
+                        f"{'es' if procs != '1' else ''})")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("concurrent clients")

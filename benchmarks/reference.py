@@ -1,7 +1,7 @@
 """The reference server for the benchmark: databases, fleets, processes.
 
 Processes are started and stopped by the functional-test launcher
-(``targets._serve``), so readiness checks, logs and clean-up match the
+(``targets.serve_process``), so readiness checks, logs and clean-up match the
 tests.  Fleets are enrolled with ``baremetal-alloc-server enroll`` from an
 inventory file, which is also what the enrollment benchmark times.
 """
@@ -78,15 +78,8 @@ def start(db: str, name: str = "bench", workers: int | None = None,
             argv += ["--workers", str(workers)]
         return argv + list(extra)
 
-    return targets._serve("reference", workdir, command, "server.log",
+    return targets.serve_process("reference", workdir, command, "server.log",
                           lambda: "")
-
-
-def pid(target: targets.Target) -> int:
-    """PID of the server process behind a target started here."""
-    process = target._process
-    assert process is not None
-    return int(process.popen.pid)
 
 
 @contextlib.contextmanager

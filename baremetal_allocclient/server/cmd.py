@@ -76,6 +76,12 @@ def _parser() -> argparse.ArgumentParser:
         help="HTTP request threads (default 32)",
     )
     serve.add_argument(
+        "--max-prefer-wait", type=_seconds_or_zero, default=10.0,
+        help="longest a POST /v1/allocations sent with 'Prefer: wait=N' "
+             "may wait for the allocation to settle; 0 ignores the "
+             "preference (default 10)",
+    )
+    serve.add_argument(
         "--db-connections", type=_positive, default=None,
         help="at most this many database connections (default 16 on "
              "PostgreSQL and MariaDB, 64 on SQLite); keep the sum over all "
@@ -286,7 +292,8 @@ def _serve(db: object, args: argparse.Namespace) -> int:
     hardware = FakeHardware(db, step_delay=args.step_delay)
     app = setup.wrap(
         Application(
-            Services(db, workers, hardware, args.conductor_name, backend)
+            Services(db, workers, hardware, args.conductor_name, backend,
+                     max_prefer_wait=args.max_prefer_wait)
         )
     )
     server = wsgi.Server(

@@ -85,6 +85,24 @@ def _strings(name: str, values: Iterable[str] | None) -> list[str] | None:
     return items
 
 
+def _prefer_wait_header(
+    seconds: float | None, request_timeout: float | None
+) -> dict[str, str] | None:
+    """``Prefer: wait=N`` for whole seconds N >= 1 (RFC 7240).
+
+    N stays a second below the per-request timeout: a held answer that
+    timed out on the client would leave an allocation the caller never
+    learned about.
+    """
+    if seconds is None:
+        return None
+    if request_timeout is not None:
+        seconds = min(seconds, request_timeout - 1)
+    if seconds < 1:
+        return None
+    return {"Prefer": f"wait={int(seconds)}"}
+
+
 def _one_interface(value: str | list[str] | None) -> str | None:
     """openstacksdk may give a list of interfaces; use the preferred one."""
     if isinstance(value, list):
@@ -317,6 +335,7 @@ class Client:
         extra: Mapping[str, Any] | None = None,
         node: str | None = None,
         owner: str | None = None,
+        prefer_wait: float | None = None,
     ) -> Allocation:
         """Request a node: ``POST /v1/allocations``.
 
@@ -325,6 +344,12 @@ class Client:
         backfills an allocation for a node that is already deployed (API
         1.58); ``resource_class`` may then be omitted.  ``owner`` needs
         API 1.60.
+
+        ``prefer_wait`` (whole seconds) sends ``Prefer: wait=N`` (RFC
+        7240): the reference server then holds its answer until the
+        allocation settled, up to N seconds, and usually returns it
+        ``active`` or ``error`` in this one request.  Ironic ignores the
+        header and answers ``allocating``, so it is always safe to send.
         """
         if resource_class is None and node is None:
             raise exceptions.InvalidArgument(
@@ -355,7 +380,10 @@ class Client:
         elif node is not None:
             feature = versions.ALLOCATION_BACKFILL
         response = self._transport.request(
-            "POST", "/v1/allocations", feature=feature, json=body
+            "POST", "/v1/allocations", feature=feature, json=body,
+            headers=_prefer_wait_header(
+                prefer_wait, self._transport.request_timeout
+            ),
         )
         return self._allocation(response)
 
@@ -659,6 +687,11 @@ class Client:
     ) -> Allocation:
         """Create an allocation and wait until it is ``active``.
 
+        The create asks the server to answer once the allocation settled
+        (``prefer_wait``, at most :data:`waiting.PREFER_WAIT` seconds), so
+        on the reference server this is usually one request; polling
+        takes over when the answer is still ``allocating``.
+
         If waiting fails for any reason (``error`` state, timeout,
         interruption), the allocation created here is deleted before the
         error propagates, so a failed call leaves nothing behind.
@@ -672,6 +705,7 @@ class Client:
             extra=extra,
             node=node,
             owner=owner,
+            prefer_wait=waiting.prefer_wait_for(timeout),
         )
         try:
             return self.wait_for_allocation(

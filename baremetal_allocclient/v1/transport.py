@@ -129,6 +129,12 @@ class Transport:
         self._root: str | None = None
         self.server_range: VersionRange | None = None
 
+    @property
+    def request_timeout(self) -> float | None:
+        """The session's per-request timeout in seconds, if it has one."""
+        timeout = getattr(self.adapter.session, "timeout", None)
+        return float(timeout) if timeout is not None else None
+
     # -- endpoint -------------------------------------------------------
 
     @property
@@ -226,6 +232,7 @@ class Transport:
         feature: versions.Feature,
         params: Mapping[str, Any] | None = None,
         json: Any = None,
+        headers: Mapping[str, str] | None = None,
     ) -> requests.Response:
         """Send one API call at the right version; raise typed errors.
 
@@ -234,7 +241,9 @@ class Transport:
         """
         url = self.url(path)
         version = self._version_for(feature)
-        response = self._send(method, url, version, params=params, json=json)
+        response = self._send(
+            method, url, version, params=params, json=json, headers=headers
+        )
         self._learn(response)
         if response.status_code == 406:
             response = self._renegotiate(
@@ -245,6 +254,7 @@ class Transport:
                 feature=feature,
                 params=params,
                 json=json,
+                headers=headers,
             )
         if response.status_code >= 400:
             raise self._error(response)
@@ -260,6 +270,7 @@ class Transport:
         feature: versions.Feature,
         params: Mapping[str, Any] | None,
         json: Any,
+        headers: Mapping[str, str] | None,
     ) -> requests.Response:
         """Handle a 406: retry once at the server's maximum if it helps."""
         learned = versions.range_from_headers(response.headers)
@@ -290,7 +301,8 @@ class Transport:
             versions.format_version(retry_version),
         )
         retried = self._send(
-            method, url, retry_version, params=params, json=json
+            method, url, retry_version, params=params, json=json,
+            headers=headers,
         )
         return retried
 
@@ -302,11 +314,12 @@ class Transport:
         *,
         params: Mapping[str, Any] | None = None,
         json: Any = None,
+        headers: Mapping[str, str] | None = None,
     ) -> requests.Response:
         """Send with the retry budget; return the last response."""
         kwargs: dict[str, Any] = {
             "raise_exc": False,
-            "headers": {"Accept": "application/json"},
+            "headers": {"Accept": "application/json", **(headers or {})},
         }
         if version is not None:
             kwargs["microversion"] = versions.format_version(version)

@@ -31,12 +31,24 @@ INITIAL_DELAY = 0.05
 BACKOFF_FACTOR = 2.0
 MAX_DELAY = 2.0
 
+#: Longest a create asks the server to hold its answer until the allocation
+#: settled (``Prefer: wait``); the reference server's own default ceiling.
+PREFER_WAIT = 10.0
+
 ACTIVE = "active"
 ERROR = "error"
 ALLOCATING = "allocating"
 
 Clock = Callable[[], float]
 Sleep = Callable[[float], None]
+
+
+def prefer_wait_for(timeout: float | None) -> float:
+    """How long a create that will be waited on may ask the server to hold
+    its answer: the wait's timeout, at most :data:`PREFER_WAIT`."""
+    if timeout is None:
+        return PREFER_WAIT
+    return min(timeout, PREFER_WAIT)
 
 
 def poll_schedule(

@@ -193,9 +193,17 @@ class CreateAllocation(show.ShowOne, _Provenance):
         if problem:
             self._parser.error(problem)
         from baremetal_allocclient import exceptions
+        from baremetal_allocclient.v1 import waiting
 
         client = _client(self)
         created: list[Allocation] = []
+        # One waited-on allocation: let the server answer once it settled
+        # (one request).  Several are created first and waited on together.
+        prefer_wait = None
+        if parsed_args.wait_timeout is not None and parsed_args.count == 1:
+            prefer_wait = waiting.prefer_wait_for(
+                parsed_args.wait_timeout or None
+            )
         try:
             for _ in range(parsed_args.count):
                 created.append(
@@ -209,6 +217,7 @@ class CreateAllocation(show.ShowOne, _Provenance):
                         or None,
                         node=parsed_args.node,
                         owner=parsed_args.owner,
+                        prefer_wait=prefer_wait,
                     )
                 )
             if parsed_args.wait_timeout is not None:

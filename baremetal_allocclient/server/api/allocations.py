@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid as uuidlib
+from concurrent import futures
 from typing import Any
 
 import jsonpatch
@@ -14,6 +15,7 @@ from werkzeug.wrappers import Response
 from baremetal_allocclient.server.api import (
     listing,
     policy,
+    prefer,
     schemas,
     versions,
     views,
@@ -199,7 +201,11 @@ def _check_unique(session: Session, uuid: str, name: str | None) -> None:
 
 
 def create_allocation(ctx: Context) -> Response:
-    """POST /v1/allocations: store ``allocating`` and hand to a worker."""
+    """POST /v1/allocations: store ``allocating`` and hand to a worker.
+
+    With ``Prefer: wait=N`` the answer waits up to N seconds (capped) for
+    the worker, so it usually carries the settled allocation.
+    """
     _gate(ctx, 405)
     body = _validated_create_body(ctx)
     if body.get("node"):
@@ -253,8 +259,20 @@ def create_allocation(ctx: Context) -> Response:
     finally:
         if not stored:
             workers.release_slot()
-    workers.submit(allocation.id)
-    return _created(ctx, result)
+    processing = workers.submit(allocation.id)
+    wait = prefer.requested_wait(
+        ctx.request.headers.getlist("Prefer"), ctx.services.max_prefer_wait
+    )
+    if not wait or processing is None:
+        return _created(ctx, result)
+    futures.wait([processing], timeout=wait)
+    with ctx.services.db.read() as session:
+        settled = session.get(Allocation, allocation.id)
+        if settled is not None:  # deleted meanwhile: answer what was made
+            result = _render(ctx, session, settled)
+    response = _created(ctx, result)
+    response.headers["Preference-Applied"] = f"wait={int(wait)}"
+    return response
 
 
 def _backfill(ctx: Context, body: dict[str, Any]) -> Response:

@@ -9,7 +9,13 @@ from typing import Any
 from sqlalchemy.orm import Session
 from werkzeug.wrappers import Request, Response
 
-from baremetal_allocclient.server.api import limits, policy, schemas, versions
+from baremetal_allocclient.server.api import (
+    limits,
+    policy,
+    prefer,
+    schemas,
+    versions,
+)
 from baremetal_allocclient.server.api.errors import (
     ApiError,
     bad_request,
@@ -32,6 +38,8 @@ class Services:
     hardware: FakeHardware
     conductor: str
     backend: Backend | None = None  # None: the database backend
+    #: Ceiling of ``Prefer: wait`` on POST /v1/allocations, in seconds.
+    max_prefer_wait: float = prefer.DEFAULT_MAX_WAIT
 
 
 @dataclass(frozen=True)

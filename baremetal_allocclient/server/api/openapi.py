@@ -39,6 +39,7 @@ class Operation:
     status: int
     body: Callable[[], dict[str, Any]] | None = None
     result: str | None = None  # a components/schemas name
+    headers: tuple[str, ...] = ()  # components/parameters names
 
 
 def _allocation_create() -> dict[str, Any]:
@@ -61,7 +62,7 @@ OPERATIONS: tuple[Operation, ...] = (
               result="AllocationList"),
     Operation("/v1/allocations", "POST", "createAllocation",
               "Create an allocation; a worker reserves a node", 201,
-              _allocation_create, "Allocation"),
+              _allocation_create, "Allocation", headers=("Prefer",)),
     Operation("/v1/allocations/<ident>", "GET", "getAllocation",
               "Show an allocation by UUID or name", 200,
               result="Allocation"),
@@ -129,7 +130,8 @@ def openapi_path(route: str) -> str:
 
 def _parameters(op: Operation) -> list[dict[str, Any]]:
     params: list[dict[str, Any]] = [
-        {"$ref": "#/components/parameters/ApiVersion"}
+        {"$ref": f"#/components/parameters/{name}"}
+        for name in ("ApiVersion", *op.headers)
     ]
     for name in _PATH_PARAM.findall(op.path):
         params.append({
@@ -233,6 +235,16 @@ def document() -> dict[str, Any]:
                 "name": versions.HEADER, "in": "header", "required": False,
                 "schema": {"type": "string", "pattern":
                            r"^(latest|[0-9]+\.[0-9]+)$"},
+            }, "Prefer": {
+                "name": "Prefer", "in": "header", "required": False,
+                "description": (
+                    "Extension (RFC 7240): 'wait=N' holds the answer until "
+                    "the allocation is active or error, at most N seconds "
+                    "(capped by serve --max-prefer-wait); the response "
+                    "then carries 'Preference-Applied'.  'respond-async' "
+                    "or no header: answer at once, like Ironic."
+                ),
+                "schema": {"type": "string"},
             }},
             "responses": {
                 "Error": {

@@ -17,7 +17,7 @@ import datetime
 import logging
 import random
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from sqlalchemy import select
 
@@ -119,16 +119,21 @@ class AllocationWorkers:
         """How many more allocations could be accepted right now."""
         return 0 if self._stopping.is_set() else self._slots.free()
 
-    def submit(self, allocation_id: int) -> None:
-        """Process a stored allocation; the caller holds a slot."""
+    def submit(self, allocation_id: int) -> Future[None] | None:
+        """Process a stored allocation; the caller holds a slot.
+
+        The future completes when this process is done with it (settled,
+        or left ``allocating`` for a retry elsewhere); None when stopping.
+        """
         with self._inflight_lock:
             self._inflight.add(allocation_id)
         try:
-            self._pool.submit(self._run, allocation_id)
+            return self._pool.submit(self._run, allocation_id)
         except RuntimeError:  # pool shut down: stopping
             self._done(allocation_id)
             LOG.info("Stopping: allocation %s left for resume or "
                      "take-over", allocation_id)
+            return None
 
     def is_inflight(self, allocation_id: int) -> bool:
         """True while this process has the allocation queued or running."""

@@ -56,6 +56,29 @@ class AllocationApi(base.ContractMixin):
         self.assertEqual(["CUSTOM_GPU"], node["instance_info"]["traits"])
         self.assertEqual("available", node["provision_state"])
 
+    def test_prefer_wait_is_safe_to_send_to_both(self) -> None:
+        """``Prefer: wait=10`` (RFC 7240): the reference server answers
+        with the settled allocation in the one round trip; Ironic ignores
+        the header and answers ``allocating`` as always.  Either way the
+        allocation ends ``active`` on a node of the class."""
+        rc, nodes = self.enroll(1)
+        response = self.target.request(
+            "POST", "/v1/allocations", {"resource_class": rc},
+            headers={"Prefer": "wait=10"})
+        self.assertEqual(201, response.status_code, response.text)
+        created = response.json()
+        if self.is_reference:
+            self.assertEqual("wait=10",
+                             response.headers["Preference-Applied"])
+            self.assertEqual("active", created["state"])
+            self.assertEqual(nodes[0]["uuid"], created["node_uuid"])
+        else:
+            self.assertNotIn("Preference-Applied", response.headers)
+            self.assertEqual("allocating", created["state"])
+        done = self.target.wait_allocation(created["uuid"])
+        self.assertEqual(nodes[0]["uuid"], done["node_uuid"])
+        self.assertReserved(done)
+
     def test_traits_must_be_a_subset_of_the_node_traits(self) -> None:
         """Only the node carrying every requested trait qualifies."""
         rc, (plain,) = self.enroll(1, traits=["CUSTOM_A"])

@@ -209,6 +209,20 @@ class Target:
         self._process = process
         self._local = threading.local()
 
+    @property
+    def pid(self) -> int:
+        """PID of the server process this target started."""
+        if self._process is None:
+            raise TargetError(f"{self.name} has no process of its own")
+        return int(self._process.popen.pid)
+
+    @property
+    def workdir(self) -> str:
+        """The started process's working directory (config, database)."""
+        if self._process is None:
+            raise TargetError(f"{self.name} has no process of its own")
+        return self._process.workdir
+
     def __repr__(self) -> str:
         return f"<Target {self.name} {self.endpoint}>"
 
@@ -517,7 +531,7 @@ def ironic_config(workdir: str, port: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _serve(name: str, workdir: str, command: Callable[[int], list[str]],
+def serve_process(name: str, workdir: str, command: Callable[[int], list[str]],
            log_name: str, clients_bin: Callable[[], str]) -> Target:
     """Start ``command(port)`` on a free port and wait until it answers.
 
@@ -551,7 +565,7 @@ def _serve(name: str, workdir: str, command: Callable[[int], list[str]],
     raise AssertionError("unreachable")
 
 
-def _start_ironic() -> Target:
+def start_ironic() -> Target:
     bin_dir = ensure_ironic_venv()
     workdir = tempfile.mkdtemp(prefix="baremetal-alloc-ironic-")
     conf = os.path.join(workdir, "ironic.conf")
@@ -570,7 +584,8 @@ def _start_ironic() -> Target:
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
         raise
-    return _serve("ironic", workdir, command, "ironic.log", lambda: bin_dir)
+    return serve_process("ironic", workdir, command, "ironic.log",
+                         lambda: bin_dir)
 
 
 def _start_reference() -> Target:
@@ -584,7 +599,7 @@ def _start_reference() -> Target:
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
         raise
-    return _serve(
+    return serve_process(
         "reference", workdir,
         lambda port: [server, "serve", "--host", "127.0.0.1", "--port",
                       str(port), "--db", db],
@@ -615,7 +630,7 @@ class _Lazy:
 
 
 _REFERENCE = _Lazy(_start_reference)
-_IRONIC = _Lazy(_start_ironic)
+_IRONIC = _Lazy(start_ironic)
 
 
 def reference_target() -> Target:

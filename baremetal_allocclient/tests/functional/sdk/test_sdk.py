@@ -227,6 +227,25 @@ class SdkTests:
         self.assertRaises(exceptions.NotFound, self.client.get_allocation,
                           name)
 
+    def test_allocate_is_one_request_where_the_server_holds_it(self) -> None:
+        """``allocate`` sends ``Prefer: wait``: the reference server answers
+        with the ``active`` allocation, so nothing is polled; Ironic
+        ignores the header and is polled as usual."""
+        (node,) = self.target.enroll(1, self.rc)
+        self.counting.reset()
+        alloc = self.client.allocate(self.rc, timeout=60)
+        self._cleanup_allocation(alloc.ident)
+        self.assertEqual(node["uuid"], alloc.node_uuid)
+        methods = [r.method for r in self.counting.requests]
+        self.assertEqual("wait=10",
+                         self.counting.requests[0].headers["Prefer"])
+        if self.target.name == "reference":
+            self.assertEqual(["POST"], methods)
+            self.assertEqual([], self.counting.sleeps)
+        else:
+            self.assertEqual("POST", methods[0])
+            self.assertIn("GET", methods[1:])
+
     def test_allocate_cleans_up_on_failure(self) -> None:
         name = targets.unique("fail")
         error = self.assertRaises(

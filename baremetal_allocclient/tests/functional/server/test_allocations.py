@@ -39,6 +39,47 @@ class AllocationTests(testtools.TestCase):
         self.assertEqual("allocating", resp.json()["state"])
         return self.server.wait_allocation(resp.json()["uuid"])
 
+    def test_prefer_wait_answers_with_the_settled_allocation(self) -> None:
+        """One round trip instead of a create and polls (RFC 7240)."""
+        rc = _rc()
+        (node,) = self.server.make_nodes(1, rc)
+        answered = {}
+        for body, state in (({"resource_class": rc}, "active"),
+                            ({"resource_class": _rc()}, "error")):
+            resp = self.server.request("POST", "/v1/allocations", body,
+                                       headers={"Prefer": "wait=10"})
+            self.assertEqual(201, resp.status_code, resp.text)
+            self.assertEqual("wait=10", resp.headers["Preference-Applied"])
+            created = resp.json()
+            self.assertEqual(state, created["state"], created)
+            stored = self.server.request(
+                "GET", f"/v1/allocations/{created['uuid']}").json()
+            self.assertEqual(stored, created)
+            answered[state] = created
+        self.assertEqual(node["uuid"], answered["active"]["node_uuid"])
+        reserved = self.server.request("GET", f"/v1/nodes/{node['uuid']}")
+        self.assertEqual(answered["active"]["uuid"],
+                         reserved.json()["allocation_uuid"])
+        self.assertIn("no available nodes match the resource class",
+                      answered["error"]["last_error"])
+
+    def test_prefer_without_a_usable_wait_answers_at_once(self) -> None:
+        rc = _rc()
+        self.server.make_nodes(1, rc)
+        for prefer in ("respond-async, wait=10", "wait=-1", "wait=soon",
+                       "return=minimal"):
+            resp = self.server.request("POST", "/v1/allocations",
+                                       {"resource_class": rc},
+                                       headers={"Prefer": prefer})
+            self.assertEqual(201, resp.status_code, resp.text)
+            self.assertNotIn("Preference-Applied", resp.headers)
+            self.assertEqual("allocating", resp.json()["state"], prefer)
+            done = self.server.wait_allocation(resp.json()["uuid"])
+            self.assertEqual("active", done["state"])
+            self.assertEqual(
+                204, self.server.request(
+                    "DELETE", f"/v1/allocations/{done['uuid']}").status_code)
+
     def test_happy_path_reserves_and_releases(self) -> None:
         rc = _rc()
         (node,) = self.server.make_nodes(1, rc, traits=["CUSTOM_GPU"])
@@ -285,3 +326,25 @@ class AllocationTests(testtools.TestCase):
         self.assertNotIn("next", rest)
         seen = {a["uuid"] for a in body["allocations"] + rest["allocations"]}
         self.assertEqual(made, seen)
+
+
+class PreferWaitCeilingTests(testtools.TestCase):
+    """``serve --max-prefer-wait`` bounds how long a POST may be held."""
+
+    def test_the_wait_is_capped_and_then_answers_allocating(self) -> None:
+        server = ServerProcess()
+        self.addCleanup(server.cleanup)
+        server.upgrade()
+        # Each allocation waits 3 s before a worker touches it; the POST
+        # may only be held for 1 s, so it must answer while allocating.
+        server.start("--allocation-delay", "3", "--max-prefer-wait", "1")
+        rc = _rc()
+        server.make_nodes(1, rc)
+        resp = server.request("POST", "/v1/allocations",
+                              {"resource_class": rc},
+                              headers={"Prefer": "wait=30"})
+        self.assertEqual(201, resp.status_code, resp.text)
+        self.assertEqual("wait=1", resp.headers["Preference-Applied"])
+        self.assertEqual("allocating", resp.json()["state"])
+        done = server.wait_allocation(resp.json()["uuid"])
+        self.assertEqual("active", done["state"])

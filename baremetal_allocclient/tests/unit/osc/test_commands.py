@@ -188,8 +188,21 @@ class TestOptionsToCalls(CommandTestCase):
         self.assertEqual({
             "traits": ["T1", "T2"], "candidate_nodes": ["n1"], "name": "x",
             "uuid": "u", "extra": {"a": "2"}, "node": None, "owner": "p",
+            "prefer_wait": None,
         }, kw)
         self.assertEqual("u1", json.loads(out)["uuid"])
+
+    def test_one_waited_create_asks_the_server_to_hold_the_answer(
+            self) -> None:
+        for wait, expected in (("30", 10.0), ("3", 3.0), ("0", 10.0)):
+            self.client.calls.clear()
+            code, _, _ = self.run_cli("create", "--resource-class", "rc",
+                                      "--wait", wait, "-f", "value")
+            self.assertEqual(0, code)
+            self.assertEqual(["create_allocation", "wait_for_allocation"],
+                             self.client.names())
+            self.assertEqual(expected,
+                             self.client.calls[0][2]["prefer_wait"], wait)
 
     def test_count_waits_for_all_at_once(self) -> None:
         code, out, _ = self.run_cli("create", "--resource-class", "rc",
@@ -200,6 +213,9 @@ class TestOptionsToCalls(CommandTestCase):
         self.assertEqual(["create_allocation"] * 3 + ["wait_for_allocations"],
                          self.client.names())
         self.assertEqual(30.0, self.client.calls[-1][2]["timeout"])
+        # Created back to back, not each held until it settled.
+        self.assertEqual([None] * 3, [kw["prefer_wait"]
+                                      for _, _, kw in self.client.calls[:3]])
 
     def test_list_options(self) -> None:
         self.client.listed = [_alloc("u1", name="a")]

@@ -706,6 +706,40 @@ class WaitTest(ClientTestCase):
         self.assertEqual("n", self.client.allocate("rc").node_uuid)
         self.assertNotIn("DELETE", [r.method for r in self.history])
 
+    def test_allocate_settled_by_the_answer_is_one_request(self) -> None:
+        self.mock.post(ALLOCS, status_code=201, json=fakes.allocation(
+            state="active", node_uuid="n"))
+        self.assertEqual("n", self.client.allocate("rc").node_uuid)
+        self.assertEqual(["POST"], [r.method for r in self.history])
+        self.assertEqual("wait=10", self.history[0].headers["Prefer"])
+
+    def test_allocate_asks_for_no_longer_than_its_timeout(self) -> None:
+        self.mock.post(ALLOCS, status_code=201, json=fakes.allocation(
+            state="active", node_uuid="n"))
+        self.client.allocate("rc", timeout=3.7)
+        self.assertEqual("wait=3", self.history[-1].headers["Prefer"])
+        self.client.allocate("rc", timeout=0.5)
+        self.assertNotIn("Prefer", self.history[-1].headers)
+
+    def test_prefer_wait_stays_below_the_request_timeout(self) -> None:
+        self.mock.post(ALLOCS, status_code=201, json=fakes.allocation())
+        for timeout, expected in ((5.0, "wait=4"), (60.0, "wait=10"),
+                                  (1.5, None)):
+            adapter = ks_adapter.Adapter(
+                ks_session.Session(timeout=timeout),
+                service_type="baremetal", endpoint_override=E)
+            client = Client(adapter, clock=self.clock, sleep=self.clock.sleep)
+            client.create_allocation("rc", prefer_wait=10)
+            self.assertEqual(expected,
+                             self.history[-1].headers.get("Prefer"), timeout)
+
+    def test_create_sends_no_preference_unless_asked(self) -> None:
+        self.mock.post(ALLOCS, status_code=201, json=fakes.allocation())
+        self.client.create_allocation("rc")
+        self.client.create_allocation("rc", prefer_wait=0.5)
+        self.assertEqual([None, None], [r.headers.get("Prefer")
+                                        for r in self.history])
+
 
 class FakeAllocationServer:
     """Allocations that settle at given (fake) times, served like Ironic."""
