@@ -191,8 +191,14 @@ def _resolve_candidates(
     return found
 
 
-def _check_unique(session: Session, uuid: str, name: str | None) -> None:
-    if queries.allocation_by_ident(session, uuid, by_uuid=True, lock=False):
+def _check_unique(
+    session: Session, uuid: str | None, name: str | None
+) -> None:
+    """Clear 409s before the insert (``uuid`` None: generated here, a
+    random UUID no row can hold; the unique index is the backstop)."""
+    if uuid is not None and queries.allocation_by_ident(
+        session, uuid, by_uuid=True, lock=False
+    ):
         raise conflict(f"An allocation with UUID {uuid} already exists.")
     if name is not None and queries.allocation_by_ident(
         session, name, by_uuid=False, lock=False
@@ -214,7 +220,8 @@ def create_allocation(ctx: Context) -> Response:
         raise bad_request(
             "The resource_class field is mandatory when not backfilling"
         )
-    uuid = body.get("uuid") or str(uuidlib.uuid4())
+    given_uuid: str | None = body.get("uuid")
+    uuid = given_uuid or str(uuidlib.uuid4())
     name = body.get("name")
     workers = ctx.services.workers
     if not workers.try_reserve_slot():
@@ -228,11 +235,11 @@ def create_allocation(ctx: Context) -> Response:
             candidates = _resolve_candidates(
                 ctx, session, list(body.get("candidate_nodes") or [])
             )
-            _check_unique(session, uuid, name)
-            holder = session.scalar(
-                select(Node.uuid).where(Node.instance_uuid == uuid)
+            _check_unique(session, given_uuid, name)
+            holder = given_uuid and session.scalar(
+                select(Node.uuid).where(Node.instance_uuid == given_uuid)
             )
-            if holder is not None:
+            if holder:
                 raise conflict(
                     f"Node {holder} is associated with instance {uuid}."
                 )
@@ -259,7 +266,7 @@ def create_allocation(ctx: Context) -> Response:
     finally:
         if not stored:
             workers.release_slot()
-    processing = workers.submit(allocation.id)
+    processing = workers.submit(allocation.id, workers.job_for(allocation))
     wait = prefer.requested_wait(
         ctx.request.headers.getlist("Prefer"), ctx.services.max_prefer_wait
     )

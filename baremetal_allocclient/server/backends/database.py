@@ -11,10 +11,12 @@ from __future__ import annotations
 import logging
 import random
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import ColumnElement
+from sqlalchemy.orm import Session
 
 from baremetal_allocclient.server.backends.base import Job
 from baremetal_allocclient.server.db import queries
@@ -27,6 +29,10 @@ LOG = logging.getLogger(__name__)
 # How many times all candidates may be taken by concurrent requests before
 # the allocation fails; each round searches the database again.
 SEARCH_ROUNDS = 5
+#: Seconds the highest node id is reused for picking window positions.  A
+#: stale value only skews where windows start: they wrap around, so newer
+#: nodes are still found.
+TOP_ID_TTL = 1.0
 
 
 def explain(db: Database, job: Job, tried: int) -> str:
@@ -69,6 +75,8 @@ class DatabaseBackend:
         self._db = db
         self._rng = rng or random.SystemRandom()
         self._rng_lock = threading.Lock()
+        self._top_id = 0
+        self._top_id_expires = 0.0
 
     def start(self) -> None:
         """Nothing runs in the background."""
@@ -82,7 +90,7 @@ class DatabaseBackend:
         tried = 0
         for _round in range(SEARCH_ROUNDS):
             with self._db.read() as session:
-                top = queries.highest_node_id(session)
+                top = self._highest_node_id(session)
                 with self._rng_lock:
                     pivot = self._rng.randint(1, max(top, 1))
                 found = queries.candidate_window(
@@ -107,6 +115,14 @@ class DatabaseBackend:
                     return
             tried = len(order)
         fail(self._db, job, selection.reservation_failure(tried))
+
+    def _highest_node_id(self, session: Session) -> int:
+        """The highest node id, read at most once per TOP_ID_TTL."""
+        now = time.monotonic()
+        if now >= self._top_id_expires:
+            self._top_id = queries.highest_node_id(session)
+            self._top_id_expires = now + TOP_ID_TTL
+        return self._top_id
 
     def capacity(
         self,

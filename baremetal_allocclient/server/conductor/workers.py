@@ -119,16 +119,20 @@ class AllocationWorkers:
         """How many more allocations could be accepted right now."""
         return 0 if self._stopping.is_set() else self._slots.free()
 
-    def submit(self, allocation_id: int) -> Future[None] | None:
+    def submit(
+        self, allocation_id: int, job: Job | None = None
+    ) -> Future[None] | None:
         """Process a stored allocation; the caller holds a slot.
 
-        The future completes when this process is done with it (settled,
+        ``job`` is what the API just stored, which spares the worker one
+        read of the row (resume and take-over pass none).  The future
+        completes when this process is done with the allocation (settled,
         or left ``allocating`` for a retry elsewhere); None when stopping.
         """
         with self._inflight_lock:
             self._inflight.add(allocation_id)
         try:
-            return self._pool.submit(self._run, allocation_id)
+            return self._pool.submit(self._run, allocation_id, job)
         except RuntimeError:  # pool shut down: stopping
             self._done(allocation_id)
             LOG.info("Stopping: allocation %s left for resume or "
@@ -179,14 +183,14 @@ class AllocationWorkers:
             self._inflight.discard(allocation_id)
         self._slots.release()
 
-    def _run(self, allocation_id: int) -> None:
+    def _run(self, allocation_id: int, job: Job | None = None) -> None:
         try:
             if self._stopping.wait(self._delay):
                 return
             pause = RETRY_FIRST
             while True:
                 try:
-                    self.process(allocation_id)
+                    self.process(allocation_id, job)
                     return
                 except Exception as exc:
                     if not is_unavailable(exc):
@@ -215,9 +219,17 @@ class AllocationWorkers:
         finally:
             self._done(allocation_id)
 
-    def process(self, allocation_id: int) -> None:
+    def process(self, allocation_id: int, job: Job | None = None) -> None:
         """Hand an allocation this conductor owns to the backend, which
-        selects and reserves a node or records why there is none."""
+        selects and reserves a node or records why there is none.
+
+        Without ``job`` the row is read first.  With it, the read is not
+        needed: the reservation and the failure record only change a row
+        that is still ``allocating`` under this conductor's affinity.
+        """
+        if job is not None:
+            self.backend.allocate(job)
+            return
         with self._db.read() as session:
             allocation = session.scalars(
                 select(Allocation).where(Allocation.id == allocation_id)
@@ -228,6 +240,10 @@ class AllocationWorkers:
             or allocation.conductor_affinity != self.affinity
         ):
             return
+        self.backend.allocate(self.job_for(allocation))
+
+    def job_for(self, allocation: Allocation) -> Job:
+        """The backend's job for an allocation row of this conductor."""
         request = selection.Request(
             resource_class=allocation.resource_class or "",
             traits=tuple(allocation.traits or ()),
@@ -235,9 +251,6 @@ class AllocationWorkers:
             owner=allocation.owner,
             name=allocation.name,
         )
-        filters = selection.active_filters(request)
-        self.backend.allocate(Job(
-            allocation.id, allocation.uuid, request, tuple(filters),
-            self.affinity,
-        ))
+        return Job(allocation.id, allocation.uuid, request,
+                   tuple(selection.active_filters(request)), self.affinity)
 

@@ -333,29 +333,28 @@ def reserve(
             )
             if owned is None:
                 return Reservation.ALLOCATION_GONE
+            # Read under the row lock, so no concurrent node update is
+            # lost when the traits are merged in below.
+            info = session.scalar(
+                select(Node.instance_info)
+                .where(Node.id == node_id)
+                .with_for_update()
+            )
+            new_info: dict[str, Any] = dict(info or {})
+            new_info["traits"] = list(request.traits)
             taken = session.execute(
                 update(Node)
                 .where(Node.id == node_id, *predicates(request, filters))
                 .values(
                     allocation_id=allocation_id,
                     instance_uuid=allocation_uuid,
+                    instance_info=new_info,
                     updated_at=now,
                 )
                 .execution_options(synchronize_session=False)
             )
             if rowcount(taken) != 1:
                 raise _Rollback()
-            info = session.scalar(
-                select(Node.instance_info).where(Node.id == node_id)
-            )
-            new_info: dict[str, Any] = dict(info or {})
-            new_info["traits"] = list(request.traits)
-            session.execute(
-                update(Node)
-                .where(Node.id == node_id)
-                .values(instance_info=new_info)
-                .execution_options(synchronize_session=False)
-            )
             session.execute(
                 update(Allocation)
                 .where(Allocation.id == allocation_id)

@@ -185,7 +185,7 @@ class TakeoverTests(_DbCase):
         gate = threading.Event()
         workers = self._workers(2)
         with mock.patch.object(workers, "process",
-                               side_effect=lambda _i: gate.wait(10)):
+                               side_effect=lambda _i, _job: gate.wait(10)):
             takeover = Takeover(self.db, workers, heartbeat_timeout=60,
                                 interval=1)
             self.assertEqual(2, takeover.run_once())
@@ -230,7 +230,7 @@ class WorkerOutageTests(_DbCase):
         outage = OperationalError("SELECT", {}, Exception("refused"))
         calls: list[int] = []
 
-        def flaky(allocation_id: int) -> None:
+        def flaky(allocation_id: int, _job: object) -> None:
             calls.append(allocation_id)
             if len(calls) < 3:
                 raise outage
@@ -261,7 +261,7 @@ class WorkerOutageTests(_DbCase):
         outage = OperationalError("SELECT", {}, Exception("refused"))
         attempted = threading.Event()
 
-        def down(_allocation_id: int) -> None:
+        def down(_allocation_id: int, _job: object) -> None:
             attempted.set()
             raise outage
 
