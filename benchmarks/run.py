@@ -185,10 +185,10 @@ def ratios(out: dict[str, Any], key: str) -> dict[str, Any]:
         if ref["allocations_per_s"] and iro["allocations_per_s"]:
             entry["throughput_x"] = round(
                 ref["allocations_per_s"] / iro["allocations_per_s"], 1)
-        for key in ("p50_ms", "p95_ms", "p99_ms"):
-            if ref[key] and iro[key]:
-                entry[key.replace("_ms", "_fraction")] = round(
-                    ref[key] / iro[key], 4)
+        for metric in ("p50_ms", "p95_ms", "p99_ms"):
+            if ref[metric] and iro[metric]:
+                entry[metric.replace("_ms", "_fraction")] = round(
+                    ref[metric] / iro[metric], 4)
         result[str(conc)] = entry
     return result
 

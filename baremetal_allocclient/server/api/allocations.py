@@ -256,8 +256,6 @@ def create_allocation(ctx: Context) -> Response:
                 created_at=utcnow(),
             )
             session.add(allocation)
-            session.flush()
-            result = _render(ctx, session, allocation)
         stored = True
     except IntegrityError:
         raise conflict(
@@ -269,6 +267,11 @@ def create_allocation(ctx: Context) -> Response:
     processing = workers.submit(allocation.id, workers.job_for(allocation))
     wait = prefer.requested_wait(
         ctx.request.headers.getlist("Prefer"), ctx.services.max_prefer_wait
+    )
+    # Rendered outside the write transaction, which is kept short; a new
+    # allocation has no node, so the view needs no query.
+    result = views.allocation_view(
+        allocation, None, ctx.base_url, ctx.minor, None
     )
     if not wait or processing is None:
         return _created(ctx, result)
