@@ -35,6 +35,7 @@ from baremetal_allocclient.server.api.errors import (
     not_acceptable,
     not_found,
 )
+from baremetal_allocclient.server.backends.base import Settled
 from baremetal_allocclient.server.db import queries
 from baremetal_allocclient.server.db.models import (
     Allocation,
@@ -194,7 +195,7 @@ def _resolve_candidates(
 def _check_unique(
     session: Session, uuid: str | None, name: str | None
 ) -> None:
-    """Clear 409s before the insert (``uuid`` None: generated here, a
+    """Clear 409s before an insert (``uuid`` None: generated here, a
     random UUID no row can hold; the unique index is the backstop)."""
     if uuid is not None and queries.allocation_by_ident(
         session, uuid, by_uuid=True, lock=False
@@ -204,6 +205,17 @@ def _check_unique(
         session, name, by_uuid=False, lock=False
     ):
         raise conflict(f"An allocation with name {name} already exists.")
+
+
+def _duplicate(ctx: Context, uuid: str, name: str | None) -> ApiError:
+    """The 409 for an insert the unique indexes refused, naming the
+    clashing field (read only on this path, not before every insert)."""
+    with ctx.services.db.read() as session:
+        try:
+            _check_unique(session, None, name)
+        except ApiError as exc:
+            return exc
+    return conflict(f"An allocation with UUID {uuid} already exists.")
 
 
 def create_allocation(ctx: Context) -> Response:
@@ -235,7 +247,9 @@ def create_allocation(ctx: Context) -> Response:
             candidates = _resolve_candidates(
                 ctx, session, list(body.get("candidate_nodes") or [])
             )
-            _check_unique(session, given_uuid, name)
+            # A duplicate name is left to the unique index: checking
+            # first would cost every creation a query.
+            _check_unique(session, given_uuid, None)
             holder = given_uuid and session.scalar(
                 select(Node.uuid).where(Node.instance_uuid == given_uuid)
             )
@@ -258,9 +272,7 @@ def create_allocation(ctx: Context) -> Response:
             session.add(allocation)
         stored = True
     except IntegrityError:
-        raise conflict(
-            f"An allocation with UUID {uuid} or name {name} already exists."
-        ) from None
+        raise _duplicate(ctx, uuid, name) from None
     finally:
         if not stored:
             workers.release_slot()
@@ -268,21 +280,45 @@ def create_allocation(ctx: Context) -> Response:
     wait = prefer.requested_wait(
         ctx.request.headers.getlist("Prefer"), ctx.services.max_prefer_wait
     )
-    # Rendered outside the write transaction, which is kept short; a new
-    # allocation has no node, so the view needs no query.
-    result = views.allocation_view(
-        allocation, None, ctx.base_url, ctx.minor, None
-    )
     if not wait or processing is None:
-        return _created(ctx, result)
-    futures.wait([processing], timeout=wait)
-    with ctx.services.db.read() as session:
-        settled = session.get(Allocation, allocation.id)
-        if settled is not None:  # deleted meanwhile: answer what was made
-            result = _render(ctx, session, settled)
-    response = _created(ctx, result)
+        # Rendered outside the write transaction, which is kept short; a
+        # new allocation has no node, so the view needs no query.
+        return _created(ctx, views.allocation_view(
+            allocation, None, ctx.base_url, ctx.minor, None
+        ))
+    response = _created(ctx, _settled_view(ctx, allocation, processing,
+                                           wait))
     response.headers["Preference-Applied"] = f"wait={int(wait)}"
     return response
+
+
+def _settled_view(
+    ctx: Context,
+    allocation: Allocation,
+    processing: futures.Future[Settled | None],
+    wait: float,
+) -> dict[str, Any]:
+    """The allocation once its worker is done, or as it is after
+    ``wait`` seconds.  The worker's report saves reading the row back;
+    without one (still running, or the backend could not say) it is
+    read."""
+    futures.wait([processing], timeout=wait)
+    settled = (
+        processing.result()
+        if processing.done() and not processing.cancelled() else None
+    )
+    if settled is not None:
+        allocation.state = settled.state
+        allocation.last_error = settled.last_error
+        allocation.updated_at = settled.updated_at
+        return views.allocation_view(
+            allocation, settled.node_uuid, ctx.base_url, ctx.minor, None
+        )
+    with ctx.services.db.read() as session:
+        current = session.get(Allocation, allocation.id)
+        if current is None:  # deleted meanwhile: answer what was made
+            current = allocation
+        return _render(ctx, session, current)
 
 
 def _backfill(ctx: Context, body: dict[str, Any]) -> Response:

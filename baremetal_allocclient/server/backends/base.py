@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -22,6 +23,18 @@ class Job:
     affinity: str
 
 
+@dataclass(frozen=True)
+class Settled:
+    """How a backend left an allocation: enough for the API to answer a
+    client that asked to wait (``Prefer: wait``) without reading the row
+    back."""
+
+    state: str  # "active" or "error"
+    node_uuid: str | None
+    last_error: str | None
+    updated_at: datetime.datetime
+
+
 class Backend(Protocol):
     """Selects and claims a node for an allocation; reports capacity."""
 
@@ -33,9 +46,11 @@ class Backend(Protocol):
     def stop(self) -> None:
         """End background work."""
 
-    def allocate(self, job: Job) -> None:
+    def allocate(self, job: Job) -> Settled | None:
         """Give the allocation a node (``active``) or record why not
-        (``error``).  Raises only what the worker retries (database
+        (``error``), and say which; None when the backend left the row
+        alone (deleted or taken over meanwhile) or cannot say, so the
+        caller reads it.  Raises only what the worker retries (database
         unavailable) or reports as unexpected."""
 
     def capacity(

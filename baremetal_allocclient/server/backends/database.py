@@ -18,9 +18,10 @@ from typing import Any
 from sqlalchemy import ColumnElement
 from sqlalchemy.orm import Session
 
-from baremetal_allocclient.server.backends.base import Job
+from baremetal_allocclient.server.backends.base import Job, Settled
 from baremetal_allocclient.server.db import queries
 from baremetal_allocclient.server.db.engine import Database
+from baremetal_allocclient.server.db.models import utcnow
 from baremetal_allocclient.server.logic import selection
 from baremetal_allocclient.server.placement import model, snapshot
 
@@ -46,11 +47,17 @@ def explain(db: Database, job: Job, tried: int) -> str:
     return selection.empty_reason(job.request, emptied)
 
 
-def fail(db: Database, job: Job, reason: str) -> None:
-    """Move the allocation to ``error`` with Ironic's wording."""
+def fail(db: Database, job: Job, reason: str) -> Settled | None:
+    """Move the allocation to ``error`` with Ironic's wording (None: it
+    was no longer this conductor's to fail)."""
     message = selection.failure_message(job.allocation_uuid, reason)
-    if queries.fail_allocation(db, job.allocation_id, job.affinity, message):
-        LOG.info("Allocation %s finished: error", job.allocation_uuid)
+    now = utcnow()
+    if not queries.fail_allocation(db, job.allocation_id, job.affinity,
+                                   message, now):
+        return None
+    LOG.info("Allocation %s finished: error", job.allocation_uuid)
+    return Settled(queries.ERROR, None, message, now)
+
 
 
 def db_capacity(
@@ -84,7 +91,7 @@ class DatabaseBackend:
     def stop(self) -> None:
         """Nothing runs in the background."""
 
-    def allocate(self, job: Job) -> None:
+    def allocate(self, job: Job) -> Settled | None:
         """Select and reserve a node, or record why there is none."""
         filters = list(job.filters)
         tried = 0
@@ -97,24 +104,25 @@ class DatabaseBackend:
                     session, job.request, filters, pivot
                 )
             if not found:
-                fail(self._db, job, explain(self._db, job, tried))
-                return
+                return fail(self._db, job, explain(self._db, job, tried))
             with self._rng_lock:
                 order = selection.order_candidates(
                     found, job.request.name, self._rng
                 )
-            for node_id in order:
+            for candidate in order:
+                now = utcnow()
                 outcome = queries.reserve(
                     self._db, job.allocation_id, job.allocation_uuid,
-                    node_id, job.request, filters, job.affinity,
+                    candidate.id, job.request, filters, job.affinity, now,
                 )
                 if outcome is queries.Reservation.RESERVED:
-                    LOG.info("Allocation %s finished: active on node id %d",
-                             job.allocation_uuid, node_id)
-                if outcome is not queries.Reservation.NODE_TAKEN:
-                    return
+                    LOG.info("Allocation %s finished: active on node %s",
+                             job.allocation_uuid, candidate.uuid)
+                    return Settled(queries.ACTIVE, candidate.uuid, None, now)
+                if outcome is queries.Reservation.ALLOCATION_GONE:
+                    return None
             tried = len(order)
-        fail(self._db, job, selection.reservation_failure(tried))
+        return fail(self._db, job, selection.reservation_failure(tried))
 
     def _highest_node_id(self, session: Session) -> int:
         """The highest node id, read at most once per TOP_ID_TTL."""

@@ -30,10 +30,10 @@ from typing import Any
 from sqlalchemy import ColumnElement, select
 
 from baremetal_allocclient.server.backends import database
-from baremetal_allocclient.server.backends.base import Job
+from baremetal_allocclient.server.backends.base import Job, Settled
 from baremetal_allocclient.server.db import queries
 from baremetal_allocclient.server.db.engine import Database
-from baremetal_allocclient.server.db.models import Node
+from baremetal_allocclient.server.db.models import Node, utcnow
 from baremetal_allocclient.server.logic import selection
 from baremetal_allocclient.server.placement import model
 from baremetal_allocclient.server.placement.client import (
@@ -48,6 +48,14 @@ LOG = logging.getLogger(__name__)
 SEARCH_ROUNDS = 5
 CLAIM_RETRIES = 3
 UNREACHABLE_PAUSE = 0.5
+
+#: What one claim attempt came to: the settled allocation, or why not.
+_Outcome = Settled | queries.Reservation
+
+
+def _finished(outcome: _Outcome) -> Settled | None:
+    """The result of ``allocate`` once an attempt stopped the search."""
+    return outcome if isinstance(outcome, Settled) else None
 
 
 class PlacementBackend:
@@ -83,48 +91,47 @@ class PlacementBackend:
         self.sync.stop()
 
     # -- allocation -----------------------------------------------------
-    def allocate(self, job: Job) -> None:
+    def allocate(self, job: Job) -> Settled | None:
         """Claim in Placement, then in the database; or record why not."""
         deadline = time.monotonic() + self._wait
         while True:
             try:
-                self._allocate(job)
-                return
+                return self._allocate(job)
             except PlacementUnavailable as exc:
                 if time.monotonic() >= deadline:
                     self._release_quietly(job.allocation_uuid)
-                    database.fail(
+                    return database.fail(
                         self._db, job,
                         f"Placement is unreachable (waited "
                         f"{self._wait:g} s): {exc}",
                     )
-                    return
                 time.sleep(UNREACHABLE_PAUSE)
             except PlacementError as exc:
                 self._release_quietly(job.allocation_uuid)
-                database.fail(self._db, job, f"Placement refused: {exc}")
-                return
+                return database.fail(
+                    self._db, job, f"Placement refused: {exc}"
+                )
 
-    def _allocate(self, job: Job) -> None:
+    def _allocate(self, job: Job) -> Settled | None:
         request = job.request
         rc = model.normalize_resource_class(request.resource_class)
         # An earlier attempt (before a restart or take-over) may have
         # claimed already: finish that claim first.
         for held in self.client.consumer_allocations(job.allocation_uuid):
             found = self._eligible(job, [held]).get(held)
-            outcome = (
-                self._reserve(job, found[0], held)
+            outcome: _Outcome = (
+                self._reserve(job, found)
                 if found is not None else queries.Reservation.NODE_TAKEN
             )
             if outcome is not queries.Reservation.NODE_TAKEN:
-                return
+                return _finished(outcome)
             self.client.delete_consumer(job.allocation_uuid)
         tried = 0
         synced = False
         for _round in range(SEARCH_ROUNDS):
             order = self._ordered_candidates(job, rc, final=synced)
             if order is None:
-                return  # failed with a reason
+                return None  # failed with a reason
             if not order:
                 # The database has matching nodes Placement does not offer
                 # (yet): push pending node changes now, then ask again.
@@ -132,33 +139,34 @@ class PlacementBackend:
                 synced = True
                 continue
             offered = 0
-            for node_uuid, node_id in order:
-                if request.candidate_nodes and node_uuid not in (
+            for candidate in order:
+                if request.candidate_nodes and candidate.uuid not in (
                     self.client.allocation_candidates(
-                        rc, request.traits, in_tree=node_uuid
+                        rc, request.traits, in_tree=candidate.uuid
                     )
                 ):
                     continue
                 offered += 1
-                outcome = self._claim(job, rc, node_uuid, node_id)
+                outcome = self._claim(job, rc, candidate)
                 if outcome is not queries.Reservation.NODE_TAKEN:
-                    return
+                    return _finished(outcome)
             tried = len(order)
             if not offered:
                 if synced:
-                    database.fail(self._db, job, (
+                    return database.fail(self._db, job, (
                         f"Placement offers none of the {tried} matching "
                         f"requested nodes for {rc}"
                     ))
-                    return
                 self.sync.run_once()
                 synced = True
-        database.fail(self._db, job, selection.reservation_failure(tried))
+        return database.fail(
+            self._db, job, selection.reservation_failure(tried)
+        )
 
     def _ordered_candidates(
         self, job: Job, rc: str, final: bool
-    ) -> list[tuple[str, int]] | None:
-        """(uuid, id) pairs to try; None after failing the job; empty when
+    ) -> list[selection.Candidate] | None:
+        """Nodes to try, in order; None after failing the job; empty when
         Placement lags behind the database and ``final`` is False."""
         request = job.request
         if request.candidate_nodes:
@@ -183,17 +191,14 @@ class PlacementBackend:
             database.fail(self._db, job, reason)
             return None
         with self._rng_lock:
-            ids = selection.order_candidates(
+            return selection.order_candidates(
                 list(eligible.values()), request.name, self._rng
             )
-        by_id = {nid: uuid for uuid, (nid, _n) in eligible.items()}
-        return [(by_id[nid], nid) for nid in ids]
 
     def _eligible(
         self, job: Job, uuids: Sequence[str]
-    ) -> dict[str, tuple[int, str | None]]:
-        """The given nodes passing every database filter: uuid -> (id,
-        name)."""
+    ) -> dict[str, selection.Candidate]:
+        """The given nodes passing every database filter, by uuid."""
         if not uuids:
             return {}
         with self._db.read() as session:
@@ -203,11 +208,13 @@ class PlacementBackend:
                     *queries.predicates(job.request, list(job.filters)),
                 )
             )
-            return {str(u): (int(i), n) for i, u, n in rows}
+            return {str(u): selection.Candidate(int(i), n, str(u))
+                    for i, u, n in rows}
 
     def _claim(
-        self, job: Job, rc: str, node_uuid: str, node_id: int
-    ) -> queries.Reservation:
+        self, job: Job, rc: str, candidate: selection.Candidate
+    ) -> _Outcome:
+        node_uuid = candidate.uuid
         project = job.request.owner or self._project
         for attempt in range(CLAIM_RETRIES):
             try:
@@ -228,27 +235,27 @@ class PlacementBackend:
                     self.client.delete_consumer(job.allocation_uuid)
                 if attempt == CLAIM_RETRIES - 1:
                     return queries.Reservation.NODE_TAKEN
-        return self._reserve(job, node_id, node_uuid)
+        return self._reserve(job, candidate)
 
-    def _reserve(
-        self, job: Job, node_id: int, node_uuid: str
-    ) -> queries.Reservation:
+    def _reserve(self, job: Job, candidate: selection.Candidate) -> _Outcome:
         """The database half; undoes the Placement claim unless it won."""
+        now = utcnow()
         try:
             outcome = queries.reserve(
-                self._db, job.allocation_id, job.allocation_uuid, node_id,
-                job.request, list(job.filters), job.affinity,
+                self._db, job.allocation_id, job.allocation_uuid,
+                candidate.id, job.request, list(job.filters), job.affinity,
+                now,
             )
         except Exception:
             self._release_quietly(job.allocation_uuid)
             raise
-        if outcome is queries.Reservation.RESERVED:
-            self.sync.record_claim(job.allocation_uuid, node_uuid)
-            LOG.info("Allocation %s finished: active on node %s (claimed "
-                     "in Placement)", job.allocation_uuid, node_uuid)
-        else:
+        if outcome is not queries.Reservation.RESERVED:
             self.client.delete_consumer(job.allocation_uuid)
-        return outcome
+            return outcome
+        self.sync.record_claim(job.allocation_uuid, candidate.uuid)
+        LOG.info("Allocation %s finished: active on node %s (claimed "
+                 "in Placement)", job.allocation_uuid, candidate.uuid)
+        return Settled(queries.ACTIVE, candidate.uuid, None, now)
 
     def _release_quietly(self, consumer: str) -> None:
         """Best effort; the reconciliation removes what this misses."""

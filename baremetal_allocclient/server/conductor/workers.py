@@ -21,7 +21,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from sqlalchemy import select
 
-from baremetal_allocclient.server.backends.base import Backend, Job
+from baremetal_allocclient.server.backends.base import Backend, Job, Settled
 from baremetal_allocclient.server.backends.database import DatabaseBackend
 from baremetal_allocclient.server.db import conductors, queries
 from baremetal_allocclient.server.db.engine import (
@@ -121,13 +121,14 @@ class AllocationWorkers:
 
     def submit(
         self, allocation_id: int, job: Job | None = None
-    ) -> Future[None] | None:
+    ) -> Future[Settled | None] | None:
         """Process a stored allocation; the caller holds a slot.
 
         ``job`` is what the API just stored, which spares the worker one
         read of the row (resume and take-over pass none).  The future
-        completes when this process is done with the allocation (settled,
-        or left ``allocating`` for a retry elsewhere); None when stopping.
+        completes when this process is done with the allocation, with how
+        it settled (None: unknown, or left ``allocating`` for a retry
+        elsewhere); the submit returns None when stopping.
         """
         with self._inflight_lock:
             self._inflight.add(allocation_id)
@@ -183,15 +184,16 @@ class AllocationWorkers:
             self._inflight.discard(allocation_id)
         self._slots.release()
 
-    def _run(self, allocation_id: int, job: Job | None = None) -> None:
+    def _run(
+        self, allocation_id: int, job: Job | None = None
+    ) -> Settled | None:
         try:
             if self._stopping.wait(self._delay):
-                return
+                return None
             pause = RETRY_FIRST
             while True:
                 try:
-                    self.process(allocation_id, job)
-                    return
+                    return self.process(allocation_id, job)
                 except Exception as exc:
                     if not is_unavailable(exc):
                         raise
@@ -203,7 +205,7 @@ class AllocationWorkers:
                 if self._stopping.wait(pause):
                     LOG.info("Stopping: allocation %s left for resume or "
                              "take-over", allocation_id)
-                    return
+                    return None
                 pause = min(pause * 2, RETRY_MAX)
         except Exception as exc:
             LOG.exception("Allocation %s failed unexpectedly", allocation_id)
@@ -216,10 +218,13 @@ class AllocationWorkers:
                 )
             except Exception:
                 LOG.exception("Could not record failure of %s", allocation_id)
+            return None
         finally:
             self._done(allocation_id)
 
-    def process(self, allocation_id: int, job: Job | None = None) -> None:
+    def process(
+        self, allocation_id: int, job: Job | None = None
+    ) -> Settled | None:
         """Hand an allocation this conductor owns to the backend, which
         selects and reserves a node or records why there is none.
 
@@ -228,8 +233,7 @@ class AllocationWorkers:
         that is still ``allocating`` under this conductor's affinity.
         """
         if job is not None:
-            self.backend.allocate(job)
-            return
+            return self.backend.allocate(job)
         with self._db.read() as session:
             allocation = session.scalars(
                 select(Allocation).where(Allocation.id == allocation_id)
@@ -239,8 +243,8 @@ class AllocationWorkers:
             or allocation.state != queries.ALLOCATING
             or allocation.conductor_affinity != self.affinity
         ):
-            return
-        self.backend.allocate(self.job_for(allocation))
+            return None
+        return self.backend.allocate(self.job_for(allocation))
 
     def job_for(self, allocation: Allocation) -> Job:
         """The backend's job for an allocation row of this conductor."""

@@ -7,6 +7,7 @@ works the same on SQLite, PostgreSQL and MariaDB.
 
 from __future__ import annotations
 
+import datetime
 import enum
 from collections.abc import Sequence
 from typing import Any, cast
@@ -36,7 +37,11 @@ from baremetal_allocclient.server.db.models import (
     utcnow,
 )
 from baremetal_allocclient.server.logic import node_states as ns
-from baremetal_allocclient.server.logic.selection import Filter, Request
+from baremetal_allocclient.server.logic.selection import (
+    Candidate,
+    Filter,
+    Request,
+)
 
 ALLOCATING = "allocating"
 ACTIVE = "active"
@@ -208,13 +213,13 @@ def candidate_query(
     pivot: int,
     limit: int = CANDIDATE_WINDOW,
     before: bool = False,
-) -> Select[int, str | None]:
+) -> Select[int, str | None, str]:
     """Up to ``limit`` matching nodes from id ``pivot`` on (or, with
     ``before``, from the start up to ``pivot``), in id order, so the
     database walks the selection index instead of sorting the fleet."""
     position = Node.id < pivot if before else Node.id >= pivot
     return (
-        select(Node.id, Node.name)
+        select(Node.id, Node.name, Node.uuid)
         .where(and_(*_window_predicates(request, filters)), position)
         .order_by(Node.id)
         .limit(limit)
@@ -259,27 +264,28 @@ def candidate_window(
     filters: Sequence[Filter],
     pivot: int,
     limit: int = CANDIDATE_WINDOW,
-) -> list[tuple[int, str | None]]:
-    """(id, name) of up to ``limit`` nodes passing all filters, starting at
-    id ``pivot`` and wrapping around; a node named like the allocation is
-    always included when it matches.  Empty only when no node matches."""
+) -> list[Candidate]:
+    """Up to ``limit`` nodes passing all filters, starting at id ``pivot``
+    and wrapping around; a node named like the allocation is always
+    included when it matches.  Empty only when no node matches."""
     rows = list(session.execute(candidate_query(request, filters, pivot,
                                                 limit)))
     if len(rows) < limit:
         rows += session.execute(candidate_query(
             request, filters, pivot, limit - len(rows), before=True))
-    found = [(int(node_id), name) for node_id, name in rows]
+    found = [Candidate(int(node_id), name, str(uuid))
+             for node_id, name, uuid in rows]
     if request.name is not None and all(
-        name != request.name for _, name in found
+        c.name != request.name for c in found
     ):
         named = session.execute(
-            select(Node.id, Node.name).where(
+            select(Node.id, Node.name, Node.uuid).where(
                 and_(*predicates(request, filters)),
                 Node.name == request.name,
             )
         ).first()
         if named is not None:
-            found.append((int(named[0]), named[1]))
+            found.append(Candidate(int(named[0]), named[1], str(named[2])))
     return found
 
 
@@ -305,6 +311,7 @@ def reserve(
     request: Request,
     filters: Sequence[Filter],
     affinity: str,
+    now: datetime.datetime | None = None,
 ) -> Reservation:
     """Atomically give ``node_id`` to the allocation, if both still allow.
 
@@ -317,9 +324,10 @@ def reserve(
     PostgreSQL that foreign key takes a share lock on the node row, and
     taking it before the node update would let two workers racing for
     the same node deadlock.  A deadlock or serialization failure reported
-    by the database anyway counts as losing the node.
+    by the database anyway counts as losing the node.  ``now`` is the
+    ``updated_at`` to write (callers that report it pass their own).
     """
-    now = utcnow()
+    now = now or utcnow()
     try:
         with db.write() as session:
             owned = session.scalar(
@@ -374,7 +382,11 @@ def reserve(
 
 
 def fail_allocation(
-    db: Database, allocation_id: int, affinity: str, message: str
+    db: Database,
+    allocation_id: int,
+    affinity: str,
+    message: str,
+    now: datetime.datetime | None = None,
 ) -> bool:
     """Move an allocating allocation this conductor owns to ``error``."""
     with db.write() as session:
@@ -385,7 +397,8 @@ def fail_allocation(
                 Allocation.state == ALLOCATING,
                 Allocation.conductor_affinity == affinity,
             )
-            .values(state=ERROR, last_error=message, updated_at=utcnow())
+            .values(state=ERROR, last_error=message,
+                    updated_at=now or utcnow())
         )
         return rowcount(result) == 1
 

@@ -11,6 +11,7 @@ import enum
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 
 class Filter(enum.Enum):
@@ -31,6 +32,14 @@ class Request:
     candidate_nodes: tuple[str, ...] = ()
     owner: str | None = None
     name: str | None = None
+
+
+class Candidate(NamedTuple):
+    """A node that passed the filters: what ordering and answering need."""
+
+    id: int
+    name: str | None
+    uuid: str
 
 
 def active_filters(request: Request) -> list[Filter]:
@@ -92,20 +101,20 @@ def reservation_failure(tried: int) -> str:
 
 
 def order_candidates(
-    candidates: Sequence[tuple[int, str | None]],
+    candidates: Sequence[Candidate],
     name: str | None,
     rng: random.Random,
-) -> list[int]:
-    """Node ids in the order to try: a node named like the allocation
-    first, the rest shuffled so parallel workers rarely collide."""
-    ids = [node_id for node_id, _ in candidates]
-    rng.shuffle(ids)
+) -> list[Candidate]:
+    """The order to try nodes in: a node named like the allocation first,
+    the rest shuffled so parallel workers rarely collide."""
+    order = list(candidates)
+    rng.shuffle(order)
     if name is not None:
-        named = [nid for nid, nname in candidates if nname == name]
+        named = [c for c in order if c.name == name]
         if named:
-            ids.remove(named[0])
-            ids.insert(0, named[0])
-    return ids
+            order.remove(named[0])
+            order.insert(0, named[0])
+    return order
 
 
 def failure_message(allocation_uuid: str, reason: str) -> str:

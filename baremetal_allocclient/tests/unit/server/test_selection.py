@@ -80,20 +80,23 @@ class MessageTests(testtools.TestCase):
 
 class OrderTests(testtools.TestCase):
     def test_named_node_first_rest_shuffled(self) -> None:
-        candidates = [(i, f"node-{i}") for i in range(10)]
+        candidates = [sel.Candidate(i, f"node-{i}", f"uuid-{i}")
+                      for i in range(10)]
         orders = set()
         for seed in range(20):
-            order = sel.order_candidates(candidates, "node-7",
-                                         random.Random(seed))
+            order = [c.id for c in sel.order_candidates(
+                candidates, "node-7", random.Random(seed))]
             self.assertEqual(7, order[0])
             self.assertEqual(sorted(order), list(range(10)))
             orders.add(tuple(order))
         self.assertGreater(len(orders), 1)
 
     def test_no_name_match_is_a_plain_shuffle(self) -> None:
-        candidates = [(1, None), (2, "a"), (3, "b")]
+        candidates = [sel.Candidate(1, None, "u1"),
+                      sel.Candidate(2, "a", "u2"),
+                      sel.Candidate(3, "b", "u3")]
         rng = random.Random(42)
-        expected = [1, 2, 3]
+        expected = list(candidates)
         random.Random(42).shuffle(expected)
         self.assertEqual(expected,
                          sel.order_candidates(candidates, "zzz", rng))
