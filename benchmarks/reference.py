@@ -136,16 +136,10 @@ def explain_selection(db: str, resource_class: str) -> list[str]:
     from baremetal_allocclient.server.logic import selection
 
     request = selection.Request(resource_class=resource_class)
-    filters = selection.active_filters(request)
-    if hasattr(queries, "candidate_query"):
-        query = queries.candidate_query(request, filters, pivot=1)
-    else:  # before the windowed selection: every matching node
-        from sqlalchemy import and_, select
-
-        from baremetal_allocclient.server.db.models import Node
-
-        query = select(Node.id, Node.name).where(
-            and_(*queries.predicates(request, filters)))
+    filters = tuple(selection.active_filters(request))
+    query = queries.candidate_query(filters).params(
+        **queries.filter_params(request), w_pivot=1,
+        w_limit=queries.CANDIDATE_WINDOW)
     engine = create_engine(db)
     try:
         compiled = query.compile(engine, compile_kwargs={

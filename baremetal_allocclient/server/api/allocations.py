@@ -27,6 +27,7 @@ from baremetal_allocclient.server.api.context import (
     find_node,
     json_response,
     node_as_filter_argument,
+    read_allocation,
 )
 from baremetal_allocclient.server.api.errors import (
     ApiError,
@@ -59,9 +60,7 @@ def _gate(ctx: Context, status: int, minor: int = versions.ALLOCATIONS,
 def _node_uuid(session: Session, allocation: Allocation) -> str | None:
     if allocation.node_id is None:
         return None
-    return session.scalar(
-        select(Node.uuid).where(Node.id == allocation.node_id)
-    )
+    return queries.node_uuid(session, allocation.node_id)
 
 
 def _render(
@@ -145,8 +144,10 @@ def get_allocation(ctx: Context, ident: str) -> Response:
     fields = listing.parse_fields(ctx.query("fields"))
     views.check_allocation_fields(fields, ctx.minor)
     with ctx.services.db.read() as session:
-        allocation = find_allocation(session, ident, ctx)
-        return json_response(_render(ctx, session, allocation, fields))
+        allocation, node_uuid = read_allocation(session, ident, ctx)
+    return json_response(views.allocation_view(
+        allocation, node_uuid, ctx.base_url, ctx.minor, fields
+    ))
 
 
 def _validated_create_body(ctx: Context) -> dict[str, Any]:
@@ -269,7 +270,7 @@ def create_allocation(ctx: Context) -> Response:
                 conductor_affinity=workers.affinity,
                 created_at=utcnow(),
             )
-            session.add(allocation)
+            queries.insert_allocation(session, allocation)
         stored = True
     except IntegrityError:
         raise _duplicate(ctx, uuid, name) from None
@@ -461,15 +462,9 @@ def update_allocation(ctx: Context, ident: str) -> Response:
 
 def _delete(session: Session, allocation: Allocation) -> None:
     if allocation.node_id is not None:
-        node = queries.node_by_id(session, allocation.node_id)
+        node = queries.release_view(session, allocation.node_id)
         if node is not None:
-            error = release.allocation_removal_error(
-                release.NodeView(
-                    node.uuid, node.provision_state,
-                    node.target_provision_state, node.maintenance,
-                ),
-                allocation.uuid,
-            )
+            error = release.allocation_removal_error(node, allocation.uuid)
             if error:
                 raise conflict(error)
     queries.release_in_session(session, allocation)

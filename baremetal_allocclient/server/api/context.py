@@ -125,6 +125,24 @@ def find_allocation(
     allocation = queries.allocation_by_ident(
         session, ident, by_uuid=schemas.is_uuid_like(ident)
     )
+    return _visible_allocation(allocation, ident, ctx)
+
+
+def read_allocation(
+    session: Session, ident: str, ctx: Context
+) -> tuple[Allocation, str | None]:
+    """Like :func:`find_allocation`, for answering a read: the allocation
+    (not tracked by the session) and its node's UUID, in one query."""
+    found = queries.allocation_for_reading(
+        session, ident, by_uuid=schemas.is_uuid_like(ident)
+    )
+    allocation, node_uuid = found if found is not None else (None, None)
+    return _visible_allocation(allocation, ident, ctx), node_uuid
+
+
+def _visible_allocation(
+    allocation: Allocation | None, ident: str, ctx: Context | None
+) -> Allocation:
     if allocation is None or (
         ctx is not None
         and not policy.allocation_visible(

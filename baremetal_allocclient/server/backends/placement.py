@@ -202,11 +202,12 @@ class PlacementBackend:
         if not uuids:
             return {}
         with self._db.read() as session:
-            rows = session.execute(
+            rows = session.connection().execute(
                 select(Node.id, Node.uuid, Node.name).where(
                     Node.uuid.in_(list(uuids)),
-                    *queries.predicates(job.request, list(job.filters)),
-                )
+                    *queries.predicates(job.filters),
+                ),
+                queries.filter_params(job.request),
             )
             return {str(u): selection.Candidate(int(i), n, str(u))
                     for i, u, n in rows}

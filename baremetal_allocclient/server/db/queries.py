@@ -9,15 +9,20 @@ from __future__ import annotations
 
 import datetime
 import enum
+import functools
 from collections.abc import Sequence
 from typing import Any, cast
 
 from sqlalchemy import (
+    BindParameter,
     ColumnElement,
+    Integer,
     Select,
-    and_,
+    Update,
+    bindparam,
     delete,
     func,
+    insert,
     or_,
     select,
     update,
@@ -37,6 +42,7 @@ from baremetal_allocclient.server.db.models import (
     utcnow,
 )
 from baremetal_allocclient.server.logic import node_states as ns
+from baremetal_allocclient.server.logic.release import NodeView
 from baremetal_allocclient.server.logic.selection import (
     Candidate,
     Filter,
@@ -71,6 +77,15 @@ def _locks(session: Session) -> bool:
     return bool(session.info.get(WRITE))
 
 
+@functools.cache
+def _by_ident(
+    model: type[Node] | type[Allocation], by_uuid: bool, lock: bool
+) -> Select[Any]:
+    column = model.uuid if by_uuid else model.name
+    query = select(model).where(column == bindparam("ident"))
+    return query.with_for_update() if lock else query
+
+
 def node_by_ident(
     session: Session, ident: str, by_uuid: bool, lock: bool = True
 ) -> Node | None:
@@ -79,11 +94,9 @@ def node_by_ident(
     Existence checks pass ``lock=False``: on InnoDB, locking a missing
     row takes gap locks that make concurrent inserts deadlock.
     """
-    column = Node.uuid if by_uuid else Node.name
-    query = select(Node).where(column == ident)
-    if lock and _locks(session):
-        query = query.with_for_update()
-    return session.scalars(query).first()
+    query = _by_ident(Node, by_uuid, lock and _locks(session))
+    node: Node | None = session.scalars(query, {"ident": ident}).first()
+    return node
 
 
 def allocation_by_ident(
@@ -91,16 +104,40 @@ def allocation_by_ident(
 ) -> Allocation | None:
     """An allocation by UUID (``by_uuid``) or by name, locked in a write
     unless ``lock`` is False (existence checks)."""
+    query = _by_ident(Allocation, by_uuid, lock and _locks(session))
+    found: Allocation | None = session.scalars(
+        query, {"ident": ident}
+    ).first()
+    return found
+
+
+@functools.cache
+def _allocation_with_node_uuid(by_uuid: bool) -> Select[Any]:
     column = Allocation.uuid if by_uuid else Allocation.name
-    query = select(Allocation).where(column == ident)
-    if lock and _locks(session):
-        query = query.with_for_update()
-    return session.scalars(query).first()
+    return (
+        select(*Allocation.__table__.columns, Node.uuid.label("node_uuid"))
+        .outerjoin(Node, Node.id == Allocation.node_id)
+        .where(column == bindparam("ident"))
+    )
 
 
-def node_by_id(session: Session, node_id: int) -> Node | None:
-    """A node by database id, locked in a write."""
-    return session.get(Node, node_id, with_for_update=_locks(session))
+def allocation_for_reading(
+    session: Session, ident: str, by_uuid: bool
+) -> tuple[Allocation, str | None] | None:
+    """An allocation by UUID or name with its node's UUID, in one query.
+
+    For answering reads: the allocation is built from the row and not
+    tracked by the session, because the ORM's loading costs more CPU
+    than the query itself and GET is what polling clients repeat.
+    """
+    row = session.connection().execute(
+        _allocation_with_node_uuid(by_uuid), {"ident": ident}
+    ).first()
+    if row is None:
+        return None
+    values = dict(row._mapping)
+    node_uuid: str | None = values.pop("node_uuid")
+    return Allocation(**values), node_uuid
 
 
 def allocation_by_id(
@@ -110,6 +147,31 @@ def allocation_by_id(
     return session.get(
         Allocation, allocation_id, with_for_update=_locks(session)
     )
+
+
+_RELEASE_VIEW = select(
+    Node.uuid, Node.provision_state, Node.target_provision_state,
+    Node.maintenance,
+).where(Node.id == bindparam("node_id"))
+_RELEASE_VIEW_LOCKED = _RELEASE_VIEW.with_for_update()
+
+
+def release_view(session: Session, node_id: int) -> NodeView | None:
+    """What the release rules need of a node (locked in a write); the
+    whole row is not loaded."""
+    query = _RELEASE_VIEW_LOCKED if _locks(session) else _RELEASE_VIEW
+    row = session.connection().execute(query, {"node_id": node_id}).first()
+    if row is None:
+        return None
+    return NodeView(row[0], row[1], row[2], bool(row[3]))
+
+
+_NODE_UUID = select(Node.uuid).where(Node.id == bindparam("node_id"))
+
+
+def node_uuid(session: Session, node_id: int) -> str | None:
+    """The UUID of the node with this database id."""
+    return session.connection().scalar(_NODE_UUID, {"node_id": node_id})
 
 
 def traits_of(
@@ -156,7 +218,24 @@ def touch_node(session: Session, node_id: int) -> None:
 
 
 # -- selection ---------------------------------------------------------
-def _predicate(flt: Filter, request: Request) -> list[ColumnElement[bool]]:
+# Statements are built once per combination of filters, with the request's
+# values as bound parameters (``filter_params``): building and cache-keying
+# an SQLAlchemy expression costs more CPU than running it on an index, and
+# these run several times per allocation.
+
+def filter_params(request: Request) -> dict[str, Any]:
+    """Values for the bound parameters of :func:`predicates`."""
+    wanted = sorted(set(request.traits))
+    return {
+        "f_resource_class": request.resource_class,
+        "f_candidate_nodes": list(request.candidate_nodes),
+        "f_owner": request.owner,
+        "f_traits": wanted,
+        "f_trait_count": len(wanted),
+    }
+
+
+def _predicate(flt: Filter) -> list[ColumnElement[bool]]:
     if flt is Filter.RESOURCE_CLASS:
         return [
             Node.provision_state == ns.AVAILABLE,
@@ -164,40 +243,39 @@ def _predicate(flt: Filter, request: Request) -> list[ColumnElement[bool]]:
             Node.power_state.is_not(None),
             Node.instance_uuid.is_(None),
             Node.allocation_id.is_(None),
-            Node.resource_class == request.resource_class,
+            Node.resource_class == bindparam("f_resource_class"),
         ]
     if flt is Filter.CANDIDATES:
-        return [Node.uuid.in_(request.candidate_nodes)]
+        return [Node.uuid.in_(bindparam("f_candidate_nodes", expanding=True))]
     if flt is Filter.OWNER:
-        return [or_(Node.owner == request.owner, Node.lessee == request.owner)]
-    wanted = sorted(set(request.traits))
+        owner: BindParameter[str] = bindparam("f_owner")
+        return [or_(Node.owner == owner, Node.lessee == owner)]
     having_all = (
         select(NodeTrait.node_id)
-        .where(NodeTrait.trait.in_(wanted))
+        .where(NodeTrait.trait.in_(bindparam("f_traits", expanding=True)))
         .group_by(NodeTrait.node_id)
-        .having(func.count(NodeTrait.trait) == len(wanted))
+        .having(func.count(NodeTrait.trait) == bindparam("f_trait_count"))
     )
     return [Node.id.in_(having_all)]
 
 
-def predicates(
-    request: Request, filters: Sequence[Filter]
-) -> list[ColumnElement[bool]]:
-    """SQL conditions for the given filters."""
+@functools.cache
+def predicates(filters: tuple[Filter, ...]) -> tuple[ColumnElement[bool], ...]:
+    """SQL conditions for the given filters (parameters:
+    :func:`filter_params`)."""
     result: list[ColumnElement[bool]] = []
     for flt in filters:
-        result.extend(_predicate(flt, request))
-    return result
+        result.extend(_predicate(flt))
+    return tuple(result)
 
 
 def candidates(
     session: Session, request: Request, filters: Sequence[Filter]
 ) -> list[tuple[int, str | None]]:
     """(id, name) of every node passing all filters; nothing else loaded."""
-    query = select(Node.id, Node.name).where(
-        and_(*predicates(request, filters))
-    )
-    return [(int(row[0]), row[1]) for row in session.execute(query)]
+    query = select(Node.id, Node.name).where(*predicates(tuple(filters)))
+    rows = session.connection().execute(query, filter_params(request))
+    return [(int(row[0]), row[1]) for row in rows]
 
 
 #: How many candidates one search loads.  Loading every matching node
@@ -207,27 +285,25 @@ def candidates(
 CANDIDATE_WINDOW = 32
 
 
+@functools.cache
 def candidate_query(
-    request: Request,
-    filters: Sequence[Filter],
-    pivot: int,
-    limit: int = CANDIDATE_WINDOW,
-    before: bool = False,
+    filters: tuple[Filter, ...], before: bool = False
 ) -> Select[int, str | None, str]:
-    """Up to ``limit`` matching nodes from id ``pivot`` on (or, with
-    ``before``, from the start up to ``pivot``), in id order, so the
+    """Up to ``w_limit`` matching nodes from id ``w_pivot`` on (or, with
+    ``before``, from the start up to ``w_pivot``), in id order, so the
     database walks the selection index instead of sorting the fleet."""
+    pivot: BindParameter[int] = bindparam("w_pivot")
     position = Node.id < pivot if before else Node.id >= pivot
     return (
         select(Node.id, Node.name, Node.uuid)
-        .where(and_(*_window_predicates(request, filters)), position)
+        .where(*_window_predicates(filters), position)
         .order_by(Node.id)
-        .limit(limit)
+        .limit(bindparam("w_limit", type_=Integer))
     )
 
 
 def _window_predicates(
-    request: Request, filters: Sequence[Filter]
+    filters: tuple[Filter, ...]
 ) -> list[ColumnElement[bool]]:
     """``predicates`` with the "is free" tests written so that no index
     can serve them (``x + 0 IS NULL`` means ``x IS NULL``).
@@ -240,10 +316,10 @@ def _window_predicates(
     result: list[ColumnElement[bool]] = []
     for flt in filters:
         if flt is not Filter.RESOURCE_CLASS:
-            result.extend(_predicate(flt, request))
+            result.extend(_predicate(flt))
             continue
         result += [
-            Node.resource_class == request.resource_class,
+            Node.resource_class == bindparam("f_resource_class"),
             Node.provision_state == ns.AVAILABLE,
             Node.maintenance.is_(False),
             Node.power_state.is_not(None),
@@ -251,6 +327,15 @@ def _window_predicates(
             (Node.allocation_id + 0).is_(None),
         ]
     return result
+
+
+@functools.cache
+def _named_candidate_query(
+    filters: tuple[Filter, ...]
+) -> Select[int, str | None, str]:
+    return select(Node.id, Node.name, Node.uuid).where(
+        *predicates(filters), Node.name == bindparam("w_name")
+    )
 
 
 def highest_node_id(session: Session) -> int:
@@ -268,21 +353,25 @@ def candidate_window(
     """Up to ``limit`` nodes passing all filters, starting at id ``pivot``
     and wrapping around; a node named like the allocation is always
     included when it matches.  Empty only when no node matches."""
-    rows = list(session.execute(candidate_query(request, filters, pivot,
-                                                limit)))
+    key = tuple(filters)
+    conn = session.connection()
+    params = filter_params(request)
+    rows = list(conn.execute(
+        candidate_query(key),
+        {**params, "w_pivot": pivot, "w_limit": limit},
+    ))
     if len(rows) < limit:
-        rows += session.execute(candidate_query(
-            request, filters, pivot, limit - len(rows), before=True))
+        rows += conn.execute(
+            candidate_query(key, before=True),
+            {**params, "w_pivot": pivot, "w_limit": limit - len(rows)},
+        )
     found = [Candidate(int(node_id), name, str(uuid))
              for node_id, name, uuid in rows]
     if request.name is not None and all(
         c.name != request.name for c in found
     ):
-        named = session.execute(
-            select(Node.id, Node.name, Node.uuid).where(
-                and_(*predicates(request, filters)),
-                Node.name == request.name,
-            )
+        named = conn.execute(
+            _named_candidate_query(key), {**params, "w_name": request.name}
         ).first()
         if named is not None:
             found.append(Candidate(int(named[0]), named[1], str(named[2])))
@@ -294,15 +383,75 @@ def cumulative_counts(
 ) -> list[int]:
     """How many nodes survive each prefix of ``filters`` (for diagnosis)."""
     counts = []
+    params = filter_params(request)
     for i in range(1, len(filters) + 1):
         query = select(func.count(Node.id)).where(
-            and_(*predicates(request, filters[:i]))
+            *predicates(tuple(filters[:i]))
         )
-        counts.append(int(session.scalar(query) or 0))
+        counts.append(int(session.connection().scalar(query, params) or 0))
     return counts
 
 
+# -- creation ----------------------------------------------------------
+_INSERT_ALLOCATION = insert(Allocation)
+
+
+def insert_allocation(session: Session, allocation: Allocation) -> None:
+    """Store a new (transient) allocation and set its id.
+
+    One prebuilt INSERT instead of the ORM's unit of work, whose flush
+    cost more CPU than everything else in creating an allocation.
+    Unset attributes take their column defaults, as in a flush.
+    """
+    values = {
+        column.key: value
+        for column in Allocation.__table__.columns
+        if (value := getattr(allocation, column.key)) is not None
+    }
+    result = session.connection().execute(_INSERT_ALLOCATION, values)
+    key = result.inserted_primary_key
+    assert key is not None  # a single-row INSERT always has one
+    allocation.id = int(key[0])
+
+
 # -- reservation and release -------------------------------------------
+_OWNED_ALLOCATION = (
+    select(Allocation.id)
+    .where(
+        Allocation.id == bindparam("r_allocation"),
+        Allocation.state == ALLOCATING,
+        Allocation.conductor_affinity == bindparam("r_affinity"),
+    )
+    .with_for_update()
+)
+_NODE_INSTANCE_INFO = (
+    select(Node.instance_info)
+    .where(Node.id == bindparam("r_node"))
+    .with_for_update()
+)
+_ALLOCATION_ACTIVE = (
+    update(Allocation)
+    .where(Allocation.id == bindparam("r_allocation"))
+    .values(state=ACTIVE, node_id=bindparam("r_node"),
+            updated_at=bindparam("r_now"), last_error=None)
+)
+
+
+@functools.cache
+def _take_node(filters: tuple[Filter, ...]) -> Update:
+    """The compare-and-set that gives a node to an allocation."""
+    return (
+        update(Node)
+        .where(Node.id == bindparam("r_node"), *predicates(filters))
+        .values(
+            allocation_id=bindparam("r_allocation"),
+            instance_uuid=bindparam("r_uuid"),
+            instance_info=bindparam("r_info", type_=Node.instance_info.type),
+            updated_at=bindparam("r_now"),
+        )
+    )
+
+
 def reserve(
     db: Database,
     allocation_id: int,
@@ -327,51 +476,28 @@ def reserve(
     by the database anyway counts as losing the node.  ``now`` is the
     ``updated_at`` to write (callers that report it pass their own).
     """
-    now = now or utcnow()
+    params: dict[str, Any] = {
+        **filter_params(request),
+        "r_allocation": allocation_id,
+        "r_affinity": affinity,
+        "r_node": node_id,
+        "r_uuid": allocation_uuid,
+        "r_now": now or utcnow(),
+    }
     try:
         with db.write() as session:
-            owned = session.scalar(
-                select(Allocation.id)
-                .where(
-                    Allocation.id == allocation_id,
-                    Allocation.state == ALLOCATING,
-                    Allocation.conductor_affinity == affinity,
-                )
-                .with_for_update()
-            )
-            if owned is None:
+            conn = session.connection()
+            if conn.scalar(_OWNED_ALLOCATION, params) is None:
                 return Reservation.ALLOCATION_GONE
             # Read under the row lock, so no concurrent node update is
             # lost when the traits are merged in below.
-            info = session.scalar(
-                select(Node.instance_info)
-                .where(Node.id == node_id)
-                .with_for_update()
-            )
-            new_info: dict[str, Any] = dict(info or {})
-            new_info["traits"] = list(request.traits)
-            taken = session.execute(
-                update(Node)
-                .where(Node.id == node_id, *predicates(request, filters))
-                .values(
-                    allocation_id=allocation_id,
-                    instance_uuid=allocation_uuid,
-                    instance_info=new_info,
-                    updated_at=now,
-                )
-                .execution_options(synchronize_session=False)
-            )
+            info = conn.scalar(_NODE_INSTANCE_INFO, params)
+            params["r_info"] = {**(info or {}),
+                                "traits": list(request.traits)}
+            taken = conn.execute(_take_node(tuple(filters)), params)
             if rowcount(taken) != 1:
                 raise _Rollback()
-            session.execute(
-                update(Allocation)
-                .where(Allocation.id == allocation_id)
-                .values(
-                    state=ACTIVE, node_id=node_id, updated_at=now,
-                    last_error=None,
-                )
-                .execution_options(synchronize_session=False)
-            )
+            conn.execute(_ALLOCATION_ACTIVE, params)
     except _Rollback:
         return Reservation.NODE_TAKEN
     except DBAPIError as exc:
@@ -403,37 +529,41 @@ def fail_allocation(
         return rowcount(result) == 1
 
 
+_ALLOCATED_NODE = (Node.id == bindparam("r_node"),
+                   Node.allocation_id == bindparam("r_allocation"))
+_ALLOCATED_NODE_INFO = select(Node.instance_info).where(*_ALLOCATED_NODE)
+_FREE_NODE = (
+    update(Node)
+    .where(*_ALLOCATED_NODE)
+    .values(allocation_id=None, instance_uuid=None,
+            updated_at=bindparam("r_now"))
+)
+_FREE_NODE_AND_INFO = _FREE_NODE.values(
+    instance_info=bindparam("r_info", type_=Node.instance_info.type)
+)
+_DELETE_ALLOCATION = delete(Allocation).where(
+    Allocation.id == bindparam("r_allocation")
+)
+
+
 def release_in_session(session: Session, allocation: Allocation) -> None:
     """Delete an allocation and free its node, inside the caller's
-    transaction (so callers can combine it with their own node change)."""
-    now = utcnow()
+    transaction (so callers can combine it with their own node change).
+
+    The node keeps its ``instance_info`` but for the traits the
+    allocation put there; a NULL one stays NULL.
+    """
+    session.flush()  # the caller's pending ORM changes go first
+    conn = session.connection()
+    params: dict[str, Any] = {"r_allocation": allocation.id,
+                              "r_node": allocation.node_id,
+                              "r_now": utcnow()}
     if allocation.node_id is not None:
-        info = session.scalar(
-            select(Node.instance_info).where(
-                Node.id == allocation.node_id,
-                Node.allocation_id == allocation.id,
-            )
-        )
-        values: dict[str, Any] = {
-            "allocation_id": None,
-            "instance_uuid": None,
-            "updated_at": now,
-        }
-        if info is not None:
-            values["instance_info"] = {
-                k: v for k, v in info.items() if k != "traits"
-            }
-        session.execute(
-            update(Node)
-            .where(
-                Node.id == allocation.node_id,
-                Node.allocation_id == allocation.id,
-            )
-            .values(**values)
-            .execution_options(synchronize_session=False)
-        )
-    session.execute(
-        delete(Allocation)
-        .where(Allocation.id == allocation.id)
-        .execution_options(synchronize_session=False)
-    )
+        info = conn.scalar(_ALLOCATED_NODE_INFO, params)
+        if info is None:
+            conn.execute(_FREE_NODE, params)
+        else:
+            params["r_info"] = {k: v for k, v in info.items()
+                                if k != "traits"}
+            conn.execute(_FREE_NODE_AND_INFO, params)
+    conn.execute(_DELETE_ALLOCATION, params)

@@ -13,7 +13,7 @@ import testtools
 from sqlalchemy import delete, select, update
 
 from baremetal_allocclient.server.backends import placement as backend_mod
-from baremetal_allocclient.server.backends.base import Job
+from baremetal_allocclient.server.backends.base import Job, Settled
 from baremetal_allocclient.server.backends.placement import PlacementBackend
 from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import Allocation, Node
@@ -82,10 +82,12 @@ class BackendCase(testtools.TestCase):
 
 class AllocateTests(BackendCase):
     def test_claims_in_placement_then_in_the_database(self) -> None:
-        self.backend.allocate(self.job(traits=()))
+        report = self.backend.allocate(self.job(traits=()))
         alloc = self.allocation("a1")
         self.assertEqual("active", alloc.state, alloc.last_error)
         node = self.node_of("a1")
+        self.assertEqual(Settled("active", node, None, alloc.updated_at),
+                         report)
         self.assertEqual({node: {RC: 1}}, self.placement.consumers["a1"])
         self.assertIn(("claim", ("a1", node, "proj")), self.placement.calls)
 
@@ -119,7 +121,7 @@ class AllocateTests(BackendCase):
         job = self.job()
         with self.db.write() as session:  # deleted by the user meanwhile
             session.execute(delete(Allocation))
-        self.backend.allocate(job)
+        self.assertIsNone(self.backend.allocate(job))
         self.assertEqual({}, self.placement.consumers)
 
     def test_claim_is_undone_when_the_database_fails(self) -> None:
@@ -145,9 +147,12 @@ class AllocateTests(BackendCase):
 
     def test_unreachable_placement_fails_after_the_wait(self) -> None:
         self.placement.down = True
-        self.backend.allocate(self.job())
+        report = self.backend.allocate(self.job())
         alloc = self.allocation("a1")
         self.assertEqual("error", alloc.state)
+        self.assertEqual(
+            Settled("error", None, alloc.last_error, alloc.updated_at),
+            report)
         self.assertIn("Placement is unreachable (waited 0.2 s)",
                       alloc.last_error)
         self.placement.down = False
