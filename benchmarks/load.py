@@ -225,14 +225,25 @@ class Client:
 def repeated(client: Client, count: int, concurrency: int,
              resource_class: str, repeats: int,
              settle_timeout: float = 60.0,
-             between: Callable[[], None] | None = None
+             between: Callable[[], None] | None = None,
+             server_cpu: Callable[[], float] | None = None,
              ) -> list[dict[str, Any]]:
-    """Run a batch ``repeats`` times, freeing the nodes after each."""
+    """Run a batch ``repeats`` times, freeing the nodes after each.
+
+    ``server_cpu`` (the server's CPU seconds so far) adds the server's
+    CPU time per requested allocation to each run (the freeing is not
+    counted).
+    """
     runs = []
     for _ in range(repeats):
+        before = server_cpu() if server_cpu else 0.0
         result = client.run(count, concurrency, resource_class,
                             settle_timeout)
-        runs.append(result.summary())
+        summary = result.summary()
+        if server_cpu is not None:
+            summary["server_cpu_ms_per_allocation"] = round(
+                (server_cpu() - before) * 1000 / count, 2)
+        runs.append(summary)
         client.cleanup(result)
         if between is not None:
             between()
@@ -255,5 +266,7 @@ def median_of(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "mean_ms": med([r["latency_ms"]["mean"] for r in runs]),
         "not_active": sum(r["requested"] - r["states"].get("active", 0)
                           for r in runs),
+        "server_cpu_ms_per_allocation": med(
+            [r.get("server_cpu_ms_per_allocation") for r in runs]),
         "repeats": len(runs),
     }

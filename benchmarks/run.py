@@ -97,17 +97,31 @@ def rss_mib(pid: int) -> float:
 
 # -- compare: reference vs Ironic --------------------------------------------
 
+def cpu_seconds(pids: list[int]) -> Callable[[], float]:
+    """User + system CPU seconds the processes used so far, summed."""
+    processes = [psutil.Process(pid) for pid in pids]
+
+    def read() -> float:
+        return float(sum(t.user + t.system
+                         for t in (p.cpu_times() for p in processes)))
+
+    return read
+
+
 def _levels(client: load.Client, nodes: int, repeats: int,
-            concurrencies: list[int], settle: float) -> dict[str, Any]:
+            concurrencies: list[int], settle: float,
+            server_pids: list[int]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for conc in concurrencies:
-        runs = load.repeated(client, nodes, conc, RC, repeats, settle)
+        runs = load.repeated(client, nodes, conc, RC, repeats, settle,
+                             server_cpu=cpu_seconds(server_pids))
         out[str(conc)] = {"median": load.median_of(runs), "runs": runs,
                           "loadavg": loadavg()}
         med = out[str(conc)]["median"]
         log(f"  c={conc}: {med['allocations_per_s']}/s p50 "
             f"{med['p50_ms']} p95 {med['p95_ms']} ms "
-            f"not active {med['not_active']}")
+            f"not active {med['not_active']} server CPU "
+            f"{med['server_cpu_ms_per_allocation']} ms/allocation")
     return out
 
 
@@ -144,12 +158,17 @@ def compare(args: argparse.Namespace, workdir: str) -> dict[str, Any]:
                  load.Client([target.endpoint], prefer_wait=PREFER_WAIT))):
             log(f"{key}: {nodes} nodes")
             out[key] = _levels(client, nodes, args.repeats,
-                               args.concurrency, args.settle)
+                               args.concurrency, args.settle, [target.pid])
             out[key]["burst"] = _burst(client, nodes, args.settle)
             out[key]["rss_mib"] = rss_mib(target.pid)
         if args.profile:
-            out["profile"] = profile(target, load.Client([target.endpoint]),
-                                     nodes, workdir)
+            out["profile"] = {
+                key: profile(target, client, nodes, workdir)
+                for key, client in (
+                    ("prefer_wait", load.Client(
+                        [target.endpoint], prefer_wait=PREFER_WAIT)),
+                    ("polling", load.Client([target.endpoint])))
+            }
     finally:
         target.stop()
     if args.no_ironic:
@@ -164,7 +183,7 @@ def compare(args: argparse.Namespace, workdir: str) -> dict[str, Any]:
         # contract suite checks it), so it stands for both clients.
         client = load.Client([ir.endpoint], prefer_wait=PREFER_WAIT)
         out["ironic"] = _levels(client, nodes, args.repeats,
-                                args.concurrency, args.settle)
+                                args.concurrency, args.settle, [ir.pid])
         out["ironic"]["burst"] = _burst(client, nodes, args.settle)
         out["ironic"]["rss_mib"] = rss_mib(ir.pid)
         out["ironic_fleet"] = ironic_fleet(args, ir, client,
@@ -311,7 +330,8 @@ def postgresql(args: argparse.Namespace, workdir: str) -> dict[str, Any]:
                                      prefer_wait=PREFER_WAIT)
                 log(f"postgresql, {processes} process(es)")
                 levels = _levels(client, args.pg_allocations, args.repeats,
-                                 args.pg_concurrency, args.settle)
+                                 args.pg_concurrency, args.settle,
+                                 [t.pid for t in targets])
                 levels["rss_mib"] = [rss_mib(t.pid)
                                      for t in targets]
                 out[str(processes)] = levels
@@ -325,14 +345,18 @@ def postgresql(args: argparse.Namespace, workdir: str) -> dict[str, Any]:
 
 def profile(target: Any, client: load.Client, nodes: int,
             workdir: str) -> dict[str, Any]:
-    """Sample the server with py-spy during a concurrency-8 run."""
+    """Sample the server with py-spy during a concurrency-8 run.
+
+    Only the thread holding the GIL is sampled (``--gil``): the server is
+    one Python process, so that is where its CPU goes.
+    """
     py_spy = shutil.which("py-spy") or os.path.join(
         os.path.dirname(sys.executable), "py-spy")
     raw = os.path.join(workdir, "profile.txt")
     spy = subprocess.Popen(
         [py_spy, "record", "--pid", str(target.pid), "--rate",
          "200", "--format", "raw", "--output", raw, "--threads",
-         "--nonblocking"],
+         "--gil"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     time.sleep(1.0)
     result = client.run(nodes, 8, RC)
@@ -398,7 +422,8 @@ def table(results: dict[str, Any]) -> str:
                      f"allocations, median of {comp['repeats']}")
         lines.append(f"{'server':<10}{'conc':>5}{'alloc/s':>10}"
                      f"{'(settled)':>10}{'p50 ms':>9}"
-                     f"{'p95 ms':>9}{'p99 ms':>9}{'failed':>8}")
+                     f"{'p95 ms':>9}{'p99 ms':>9}{'failed':>8}"
+                     f"{'cpu ms':>8}")
         for name in ("reference", "reference_prefer_wait", "ironic"):
             if name not in comp:
                 continue
@@ -409,7 +434,8 @@ def table(results: dict[str, Any]) -> str:
                     f"{label:<10}{conc:>5}{_f(med['allocations_per_s']):>10}"
                     f"{_f(med['allocations_per_s_excluding_stuck']):>10}"
                     f"{_f(med['p50_ms']):>9}{_f(med['p95_ms']):>9}"
-                    f"{_f(med['p99_ms']):>9}{med['not_active']:>8}")
+                    f"{_f(med['p99_ms']):>9}{med['not_active']:>8}"
+                    f"{_f(med.get('server_cpu_ms_per_allocation')):>8}")
         for key, name in (("ratios", "ref-poll"),
                           ("ratios_prefer_wait", "ref-wait")):
             for conc, entry in comp.get(key, {}).items():
