@@ -91,15 +91,26 @@ def loadavg() -> float:
     return round(os.getloadavg()[0], 2)
 
 
+def _tree(pid: int) -> list[Any]:
+    """The process and its descendants: Ironic serves from a forked
+    worker under its master process."""
+    process = psutil.Process(pid)
+    return [process, *process.children(recursive=True)]
+
+
 def rss_mib(pid: int) -> float:
-    return round(float(psutil.Process(pid).memory_info().rss) / 2**20, 1)
+    """RSS of the process and its descendants, summed (pages a fork
+    shares are counted once per process)."""
+    return round(float(sum(p.memory_info().rss for p in _tree(pid)))
+                 / 2**20, 1)
 
 
 # -- compare: reference vs Ironic --------------------------------------------
 
 def cpu_seconds(pids: list[int]) -> Callable[[], float]:
-    """User + system CPU seconds the processes used so far, summed."""
-    processes = [psutil.Process(pid) for pid in pids]
+    """User + system CPU seconds the processes and their descendants
+    used so far, summed."""
+    processes = [p for pid in pids for p in _tree(pid)]
 
     def read() -> float:
         return float(sum(t.user + t.system

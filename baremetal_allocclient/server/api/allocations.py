@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid as uuidlib
-from concurrent import futures
 from typing import Any
 
 import jsonpatch
@@ -277,37 +276,29 @@ def create_allocation(ctx: Context) -> Response:
     finally:
         if not stored:
             workers.release_slot()
-    processing = workers.submit(allocation.id, workers.job_for(allocation))
+    job = workers.job_for(allocation)
     wait = prefer.requested_wait(
         ctx.request.headers.getlist("Prefer"), ctx.services.max_prefer_wait
     )
-    if not wait or processing is None:
+    if not wait:
+        workers.submit(allocation.id, job)
         # Rendered outside the write transaction, which is kept short; a
         # new allocation has no node, so the view needs no query.
         return _created(ctx, views.allocation_view(
             allocation, None, ctx.base_url, ctx.minor, None
         ))
-    response = _created(ctx, _settled_view(ctx, allocation, processing,
-                                           wait))
+    settled = workers.settle(allocation.id, job, wait)
+    response = _created(ctx, _settled_view(ctx, allocation, settled))
     response.headers["Preference-Applied"] = f"wait={int(wait)}"
     return response
 
 
 def _settled_view(
-    ctx: Context,
-    allocation: Allocation,
-    processing: futures.Future[Settled | None],
-    wait: float,
+    ctx: Context, allocation: Allocation, settled: Settled | None
 ) -> dict[str, Any]:
-    """The allocation once its worker is done, or as it is after
-    ``wait`` seconds.  The worker's report saves reading the row back;
-    without one (still running, or the backend could not say) it is
-    read."""
-    futures.wait([processing], timeout=wait)
-    settled = (
-        processing.result()
-        if processing.done() and not processing.cancelled() else None
-    )
+    """The allocation as its worker left it.  The worker's report saves
+    reading the row back; without one (not settled within the wait, or
+    the backend could not say) the row is read."""
     if settled is not None:
         allocation.state = settled.state
         allocation.last_error = settled.last_error

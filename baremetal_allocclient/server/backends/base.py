@@ -39,6 +39,11 @@ class Backend(Protocol):
     """Selects and claims a node for an allocation; reports capacity."""
 
     name: str
+    #: True when ``allocate`` may wait on something besides the database
+    #: (a remote service, a pause before retrying): it then always runs
+    #: on a worker thread, never on a request thread (see
+    #: ``AllocationWorkers.settle``).
+    blocking: bool
 
     def start(self) -> None:
         """Begin background work (sync); called once by ``serve``."""

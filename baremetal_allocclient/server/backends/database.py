@@ -77,6 +77,7 @@ class DatabaseBackend:
     """Allocation straight from the database (no external service)."""
 
     name = "database"
+    blocking = False  # a bounded number of statements, no pauses
 
     def __init__(self, db: Database, rng: random.Random | None = None) -> None:
         self._db = db

@@ -62,6 +62,7 @@ class PlacementBackend:
     """Allocation through Placement, bookkeeping in the database."""
 
     name = "placement"
+    blocking = True  # HTTP to Placement, and waits while it is down
 
     def __init__(
         self,

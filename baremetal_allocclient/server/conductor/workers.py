@@ -17,6 +17,8 @@ import datetime
 import logging
 import random
 import threading
+import time
+from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from sqlalchemy import select
@@ -37,6 +39,18 @@ LOG = logging.getLogger(__name__)
 # Pause before retrying an allocation after the database was unreachable.
 RETRY_FIRST = 0.5
 RETRY_MAX = 5.0
+
+
+def _outcome(
+    future: Future[Settled | None] | None, wait: float
+) -> Settled | None:
+    """The future's result if it arrives within ``wait`` seconds."""
+    if future is None:
+        return None
+    futures.wait([future], timeout=max(wait, 0.0))
+    if not future.done() or future.cancelled():
+        return None
+    return future.result()
 
 
 class _Slots:
@@ -140,6 +154,45 @@ class AllocationWorkers:
                      "take-over", allocation_id)
             return None
 
+    def settle(
+        self, allocation_id: int, job: Job, wait: float
+    ) -> Settled | None:
+        """Process a stored allocation and wait up to ``wait`` seconds for
+        how it settled (None: not within ``wait``, or unknown); the
+        caller holds a slot.
+
+        With a backend that does not block, the calling (request) thread
+        makes the attempt itself: handing the job to a worker and being
+        woken by it again are two thread switches, about a fifth of the
+        server's CPU per allocation under load.  If the database is
+        unavailable, a worker takes over and retries as usual.
+        """
+        deadline = time.monotonic() + wait
+        if self.backend.blocking or self._delay or self._stopping.is_set():
+            return _outcome(self.submit(allocation_id, job), wait)
+        with self._inflight_lock:
+            self._inflight.add(allocation_id)
+        try:
+            settled = self.process(allocation_id, job)
+        except Exception as exc:
+            if not is_unavailable(exc):
+                self._fail_unexpectedly(allocation_id, exc)
+                self._done(allocation_id)
+                return None
+            LOG.warning(
+                "Database unavailable while processing allocation %s, "
+                "handing it to a worker: %s", allocation_id,
+                short_reason(exc),
+            )
+            try:  # the slot and the in-flight mark go with the job
+                retry = self._pool.submit(self._run, allocation_id, job)
+            except RuntimeError:  # pool shut down: stopping
+                self._done(allocation_id)
+                return None
+            return _outcome(retry, deadline - time.monotonic())
+        self._done(allocation_id)
+        return settled
+
     def is_inflight(self, allocation_id: int) -> bool:
         """True while this process has the allocation queued or running."""
         with self._inflight_lock:
@@ -208,19 +261,22 @@ class AllocationWorkers:
                     return None
                 pause = min(pause * 2, RETRY_MAX)
         except Exception as exc:
-            LOG.exception("Allocation %s failed unexpectedly", allocation_id)
-            try:
-                queries.fail_allocation(
-                    self._db,
-                    allocation_id,
-                    self.affinity,
-                    f"Unexpected exception during allocation: {exc}",
-                )
-            except Exception:
-                LOG.exception("Could not record failure of %s", allocation_id)
+            self._fail_unexpectedly(allocation_id, exc)
             return None
         finally:
             self._done(allocation_id)
+
+    def _fail_unexpectedly(self, allocation_id: int, exc: Exception) -> None:
+        LOG.exception("Allocation %s failed unexpectedly", allocation_id)
+        try:
+            queries.fail_allocation(
+                self._db,
+                allocation_id,
+                self.affinity,
+                f"Unexpected exception during allocation: {exc}",
+            )
+        except Exception:
+            LOG.exception("Could not record failure of %s", allocation_id)
 
     def process(
         self, allocation_id: int, job: Job | None = None

@@ -400,8 +400,8 @@ def insert_allocation(session: Session, allocation: Allocation) -> None:
     """Store a new (transient) allocation and set its id.
 
     One prebuilt INSERT instead of the ORM's unit of work, whose flush
-    cost more CPU than everything else in creating an allocation.
-    Unset attributes take their column defaults, as in a flush.
+    was the largest single item of a create in the profile.  Unset
+    attributes take their column defaults, as in a flush.
     """
     values = {
         column.key: value

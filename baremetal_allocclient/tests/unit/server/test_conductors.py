@@ -21,6 +21,7 @@ from sqlalchemy.exc import (
 )
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
+from baremetal_allocclient.server.backends.base import Job, Settled
 from baremetal_allocclient.server.conductor import workers as workers_mod
 from baremetal_allocclient.server.conductor.membership import (
     ConductorNameInUse,
@@ -276,3 +277,102 @@ class WorkerOutageTests(_DbCase):
                 select(Allocation.state, Allocation.conductor_affinity)
                 .where(Allocation.id == allocation)).one()
         self.assertEqual(("allocating", "me"), tuple(row))
+
+
+class SettleTests(_DbCase):
+    """``settle``: the request thread's own attempt, and its hand-overs."""
+
+    def _job(self, workers: AllocationWorkers, allocation: int) -> Job:
+        with self.db.read() as session:
+            row = session.get(Allocation, allocation)
+            assert row is not None
+            return workers.job_for(row)
+
+    def test_the_calling_thread_settles_with_the_database_backend(
+            self) -> None:
+        allocation = self._allocation("me")
+        workers = AllocationWorkers(self.db, "me", workers=1, backlog=0)
+        self.addCleanup(workers.shutdown)
+        job = self._job(workers, allocation)
+        threads: list[threading.Thread] = []
+        real = workers.backend.allocate
+
+        def spy(job: Job) -> Settled | None:
+            threads.append(threading.current_thread())
+            return real(job)
+
+        with mock.patch.object(workers.backend, "allocate", side_effect=spy):
+            self.assertTrue(workers.try_reserve_slot())
+            settled = workers.settle(allocation, job, 5)
+        self.assertEqual([threading.current_thread()], threads)
+        assert settled is not None
+        self.assertEqual("error", settled.state)  # no node has rc-none
+        self.assertIn("no available nodes match the resource class "
+                      "rc-none", str(settled.last_error))
+        self.assertFalse(workers.is_inflight(allocation))
+        self.assertEqual(1, workers.free_slots())
+
+    def test_a_blocking_backend_stays_on_the_workers(self) -> None:
+        allocation = self._allocation("me")
+        workers = AllocationWorkers(self.db, "me", workers=1, backlog=0)
+        self.addCleanup(workers.shutdown)
+        job = self._job(workers, allocation)
+        threads: list[threading.Thread] = []
+        real = workers.backend.allocate
+
+        def spy(job: Job) -> Settled | None:
+            threads.append(threading.current_thread())
+            return real(job)
+
+        with (
+            mock.patch.object(workers.backend, "blocking", True),
+            mock.patch.object(workers.backend, "allocate", side_effect=spy),
+        ):
+            self.assertTrue(workers.try_reserve_slot())
+            settled = workers.settle(allocation, job, 5)
+        self.assertEqual(1, len(threads))
+        self.assertIsNot(threading.current_thread(), threads[0])
+        assert settled is not None
+        self.assertEqual("error", settled.state)
+        self.assertEqual(1, workers.free_slots())
+
+    def test_an_unavailable_database_hands_the_job_to_a_worker(self) -> None:
+        allocation = self._allocation("me")
+        workers = AllocationWorkers(self.db, "me", workers=1, backlog=0)
+        self.addCleanup(workers.shutdown)
+        job = self._job(workers, allocation)
+        outage = OperationalError("SELECT", {}, Exception("refused"))
+        threads: list[threading.Thread] = []
+        real = workers.backend.allocate
+
+        def flaky(job: Job) -> Settled | None:
+            threads.append(threading.current_thread())
+            if len(threads) < 3:
+                raise outage
+            return real(job)
+
+        with (
+            mock.patch.object(workers_mod, "RETRY_FIRST", 0.01),
+            mock.patch.object(workers.backend, "allocate",
+                              side_effect=flaky),
+        ):
+            self.assertTrue(workers.try_reserve_slot())
+            settled = workers.settle(allocation, job, 10)
+        self.assertEqual(3, len(threads))
+        self.assertIs(threading.current_thread(), threads[0])
+        self.assertIsNot(threading.current_thread(), threads[1])
+        self.assertIn("handing it to a worker", self.logs.output)
+        assert settled is not None
+        self.assertEqual("error", settled.state)
+        self.assertFalse(workers.is_inflight(allocation))
+        self.assertEqual(1, workers.free_slots())
+
+    def test_a_wait_that_ends_first_answers_none(self) -> None:
+        allocation = self._allocation("me")
+        workers = AllocationWorkers(self.db, "me", workers=1, backlog=0,
+                                    allocation_delay=0.5)
+        self.addCleanup(workers.shutdown)
+        job = self._job(workers, allocation)
+        self.assertTrue(workers.try_reserve_slot())
+        self.assertIsNone(workers.settle(allocation, job, 0.05))
+        self.assertTrue(workers.is_inflight(allocation))
