@@ -354,9 +354,14 @@ def postgresql(args: argparse.Namespace, workdir: str) -> dict[str, Any]:
 
 # -- profile ---------------------------------------------------------------
 
+#: Batches sampled by ``--profile`` (the nodes are freed between them, so
+#: the DELETEs are in the profile too, under ``delete_allocation``).
+PROFILE_BATCHES = 5
+
+
 def profile(target: Any, client: load.Client, nodes: int,
             workdir: str) -> dict[str, Any]:
-    """Sample the server with py-spy during a concurrency-8 run.
+    """Sample the server with py-spy during concurrency-8 batches.
 
     Only the thread holding the GIL is sampled (``--gil``): the server is
     one Python process, so that is where its CPU goes.
@@ -366,12 +371,13 @@ def profile(target: Any, client: load.Client, nodes: int,
     raw = os.path.join(workdir, "profile.txt")
     spy = subprocess.Popen(
         [py_spy, "record", "--pid", str(target.pid), "--rate",
-         "200", "--format", "raw", "--output", raw, "--threads",
+         "1000", "--format", "raw", "--output", raw, "--threads",
          "--gil"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     time.sleep(1.0)
-    result = client.run(nodes, 8, RC)
-    client.cleanup(result)
+    for _ in range(PROFILE_BATCHES):
+        result = client.run(nodes, 8, RC)
+        client.cleanup(result)
     spy.send_signal(2)
     _, err = spy.communicate(timeout=60)
     if not os.path.exists(raw):
