@@ -282,97 +282,68 @@ class WorkerOutageTests(_DbCase):
 class SettleTests(_DbCase):
     """``settle``: the request thread's own attempt, and its hand-overs."""
 
-    def _job(self, workers: AllocationWorkers, allocation: int) -> Job:
+    def setUp(self) -> None:
+        super().setUp()
+        self.allocation = self._allocation("me")
+        self.workers = AllocationWorkers(self.db, "me", workers=1,
+                                         backlog=0)
+        self.addCleanup(self.workers.shutdown)
         with self.db.read() as session:
-            row = session.get(Allocation, allocation)
+            row = session.get(Allocation, self.allocation)
             assert row is not None
-            return workers.job_for(row)
-
-    def test_the_calling_thread_settles_with_the_database_backend(
-            self) -> None:
-        allocation = self._allocation("me")
-        workers = AllocationWorkers(self.db, "me", workers=1, backlog=0)
-        self.addCleanup(workers.shutdown)
-        job = self._job(workers, allocation)
-        threads: list[threading.Thread] = []
-        real = workers.backend.allocate
+            self.job = self.workers.job_for(row)
+        #: The thread of every backend attempt, in order.
+        self.threads: list[threading.Thread] = []
+        self.outages = 0  # how many attempts find the database down
+        real = self.workers.backend.allocate
 
         def spy(job: Job) -> Settled | None:
-            threads.append(threading.current_thread())
+            self.threads.append(threading.current_thread())
+            if len(self.threads) <= self.outages:
+                raise OperationalError("SELECT", {}, Exception("refused"))
             return real(job)
 
-        with mock.patch.object(workers.backend, "allocate", side_effect=spy):
-            self.assertTrue(workers.try_reserve_slot())
-            settled = workers.settle(allocation, job, 5)
-        self.assertEqual([threading.current_thread()], threads)
+        patcher = mock.patch.object(self.workers.backend, "allocate",
+                                    side_effect=spy)
+        patcher.start()
+        self.addCleanup(patcher.stop)
+
+    def settle(self, wait: float = 10) -> Settled | None:
+        self.assertTrue(self.workers.try_reserve_slot())
+        return self.workers.settle(self.allocation, self.job, wait)
+
+    def assert_settled_in_error(self, settled: Settled | None) -> None:
         assert settled is not None
         self.assertEqual("error", settled.state)  # no node has rc-none
         self.assertIn("no available nodes match the resource class "
                       "rc-none", str(settled.last_error))
-        self.assertFalse(workers.is_inflight(allocation))
-        self.assertEqual(1, workers.free_slots())
+        self.assertFalse(self.workers.is_inflight(self.allocation))
+        self.assertEqual(1, self.workers.free_slots())
+
+    def test_the_calling_thread_settles_with_the_database_backend(
+            self) -> None:
+        settled = self.settle()
+        self.assertEqual([threading.current_thread()], self.threads)
+        self.assert_settled_in_error(settled)
 
     def test_a_blocking_backend_stays_on_the_workers(self) -> None:
-        allocation = self._allocation("me")
-        workers = AllocationWorkers(self.db, "me", workers=1, backlog=0)
-        self.addCleanup(workers.shutdown)
-        job = self._job(workers, allocation)
-        threads: list[threading.Thread] = []
-        real = workers.backend.allocate
-
-        def spy(job: Job) -> Settled | None:
-            threads.append(threading.current_thread())
-            return real(job)
-
-        with (
-            mock.patch.object(workers.backend, "blocking", True),
-            mock.patch.object(workers.backend, "allocate", side_effect=spy),
-        ):
-            self.assertTrue(workers.try_reserve_slot())
-            settled = workers.settle(allocation, job, 5)
-        self.assertEqual(1, len(threads))
-        self.assertIsNot(threading.current_thread(), threads[0])
-        assert settled is not None
-        self.assertEqual("error", settled.state)
-        self.assertEqual(1, workers.free_slots())
+        with mock.patch.object(self.workers.backend, "blocking", True):
+            settled = self.settle()
+        self.assertEqual(1, len(self.threads))
+        self.assertIsNot(threading.current_thread(), self.threads[0])
+        self.assert_settled_in_error(settled)
 
     def test_an_unavailable_database_hands_the_job_to_a_worker(self) -> None:
-        allocation = self._allocation("me")
-        workers = AllocationWorkers(self.db, "me", workers=1, backlog=0)
-        self.addCleanup(workers.shutdown)
-        job = self._job(workers, allocation)
-        outage = OperationalError("SELECT", {}, Exception("refused"))
-        threads: list[threading.Thread] = []
-        real = workers.backend.allocate
-
-        def flaky(job: Job) -> Settled | None:
-            threads.append(threading.current_thread())
-            if len(threads) < 3:
-                raise outage
-            return real(job)
-
-        with (
-            mock.patch.object(workers_mod, "RETRY_FIRST", 0.01),
-            mock.patch.object(workers.backend, "allocate",
-                              side_effect=flaky),
-        ):
-            self.assertTrue(workers.try_reserve_slot())
-            settled = workers.settle(allocation, job, 10)
-        self.assertEqual(3, len(threads))
-        self.assertIs(threading.current_thread(), threads[0])
-        self.assertIsNot(threading.current_thread(), threads[1])
+        self.outages = 2
+        with mock.patch.object(workers_mod, "RETRY_FIRST", 0.01):
+            settled = self.settle()
+        self.assertEqual(3, len(self.threads))
+        self.assertIs(threading.current_thread(), self.threads[0])
+        self.assertIsNot(threading.current_thread(), self.threads[1])
         self.assertIn("handing it to a worker", self.logs.output)
-        assert settled is not None
-        self.assertEqual("error", settled.state)
-        self.assertFalse(workers.is_inflight(allocation))
-        self.assertEqual(1, workers.free_slots())
+        self.assert_settled_in_error(settled)
 
     def test_a_wait_that_ends_first_answers_none(self) -> None:
-        allocation = self._allocation("me")
-        workers = AllocationWorkers(self.db, "me", workers=1, backlog=0,
-                                    allocation_delay=0.5)
-        self.addCleanup(workers.shutdown)
-        job = self._job(workers, allocation)
-        self.assertTrue(workers.try_reserve_slot())
-        self.assertIsNone(workers.settle(allocation, job, 0.05))
-        self.assertTrue(workers.is_inflight(allocation))
+        self.workers._delay = 0.5  # as serve --allocation-delay 0.5
+        self.assertIsNone(self.settle(wait=0.05))
+        self.assertTrue(self.workers.is_inflight(self.allocation))
