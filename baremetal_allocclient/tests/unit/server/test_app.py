@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 
 import testtools
 from werkzeug.test import Client
@@ -14,7 +11,7 @@ from baremetal_allocclient.server.api.context import Services
 from baremetal_allocclient.server.app import MAX_BODY, Application
 from baremetal_allocclient.server.conductor.fake_hardware import FakeHardware
 from baremetal_allocclient.server.conductor.workers import AllocationWorkers
-from baremetal_allocclient.server.db.engine import Database
+from baremetal_allocclient.tests.unit.server._sqlite import SQLiteDatabase
 
 LATEST = {"X-OpenStack-Ironic-API-Version": "latest"}
 
@@ -22,11 +19,7 @@ LATEST = {"X-OpenStack-Ironic-API-Version": "latest"}
 class AppTests(testtools.TestCase):
     def setUp(self) -> None:
         super().setUp()
-        tmp = tempfile.mkdtemp()
-        self.addCleanup(shutil.rmtree, tmp, True)
-        self.db = Database("sqlite:///" + os.path.join(tmp, "t.sqlite"))
-        self.addCleanup(self.db.dispose)
-        self.db.upgrade()
+        self.db = self.useFixture(SQLiteDatabase()).db
         self.workers = AllocationWorkers(self.db, "test", workers=1,
                                          backlog=0)
         self.addCleanup(self.workers.shutdown)

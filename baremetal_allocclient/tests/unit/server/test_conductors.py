@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import datetime
-import os
-import shutil
-import tempfile
 import threading
 import time
 import uuid
@@ -30,12 +27,13 @@ from baremetal_allocclient.server.conductor.membership import (
 from baremetal_allocclient.server.conductor.takeover import Takeover
 from baremetal_allocclient.server.conductor.workers import AllocationWorkers
 from baremetal_allocclient.server.db import conductors
-from baremetal_allocclient.server.db.engine import Database, is_unavailable
+from baremetal_allocclient.server.db.engine import is_unavailable
 from baremetal_allocclient.server.db.models import (
     Allocation,
     Conductor,
     utcnow,
 )
+from baremetal_allocclient.tests.unit.server._sqlite import SQLiteDatabase
 
 
 class _Deadlock(Exception):
@@ -65,11 +63,7 @@ class _DbCase(testtools.TestCase):
     def setUp(self) -> None:
         super().setUp()
         self.logs = self.useFixture(fixtures.FakeLogger())
-        tmp = tempfile.mkdtemp()
-        self.addCleanup(shutil.rmtree, tmp, True)
-        self.db = Database("sqlite:///" + os.path.join(tmp, "t.sqlite"))
-        self.addCleanup(self.db.dispose)
-        self.db.upgrade()
+        self.db = self.useFixture(SQLiteDatabase()).db
 
     def _allocation(self, affinity: str | None,
                     age: float = 0.0) -> int:

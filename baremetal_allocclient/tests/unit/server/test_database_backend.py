@@ -4,10 +4,7 @@ is exactly what it stored (the API answers ``Prefer: wait`` from it)."""
 
 from __future__ import annotations
 
-import os
 import random
-import shutil
-import tempfile
 
 import testtools
 from sqlalchemy import delete, select
@@ -15,7 +12,6 @@ from sqlalchemy import delete, select
 from baremetal_allocclient.server.backends.base import Job, Settled
 from baremetal_allocclient.server.backends.database import DatabaseBackend
 from baremetal_allocclient.server.db import queries
-from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import (
     Allocation,
     Node,
@@ -23,16 +19,13 @@ from baremetal_allocclient.server.db.models import (
     utcnow,
 )
 from baremetal_allocclient.server.logic import selection
+from baremetal_allocclient.tests.unit.server._sqlite import SQLiteDatabase
 
 
 class DatabaseBackendTests(testtools.TestCase):
     def setUp(self) -> None:
         super().setUp()
-        tmp = tempfile.mkdtemp()
-        self.addCleanup(shutil.rmtree, tmp, True)
-        self.db = Database("sqlite:///" + os.path.join(tmp, "t.sqlite"))
-        self.addCleanup(self.db.dispose)
-        self.db.upgrade()
+        self.db = self.useFixture(SQLiteDatabase()).db
         self.backend = DatabaseBackend(self.db, random.Random(7))
         # n1: plain; n2: GPU trait, leased to p1; n3: another class.
         with self.db.write() as session:

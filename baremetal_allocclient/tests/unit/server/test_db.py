@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
-
 import testtools
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import select
 
 from baremetal_allocclient.server.db import queries
-from baremetal_allocclient.server.db.engine import Database, SchemaOutOfDate
+from baremetal_allocclient.server.db.engine import SchemaOutOfDate
 from baremetal_allocclient.server.db.models import (
     Allocation,
     Base,
@@ -20,15 +16,13 @@ from baremetal_allocclient.server.db.models import (
     utcnow,
 )
 from baremetal_allocclient.server.logic import selection
+from baremetal_allocclient.tests.unit.server._sqlite import SQLiteDatabase
 
 
 class DbTestCase(testtools.TestCase):
     def setUp(self) -> None:
         super().setUp()
-        tmp = tempfile.mkdtemp()
-        self.addCleanup(shutil.rmtree, tmp, True)
-        self.db = Database("sqlite:///" + os.path.join(tmp, "t.sqlite"))
-        self.addCleanup(self.db.dispose)
+        self.db = self.useFixture(SQLiteDatabase(upgrade=False)).db
 
 
 class SchemaTests(DbTestCase):

@@ -3,10 +3,7 @@ a real SQLite database: conflicts, rollback of claims, outages."""
 
 from __future__ import annotations
 
-import os
 import random
-import shutil
-import tempfile
 from unittest import mock
 
 import testtools
@@ -15,7 +12,6 @@ from sqlalchemy import delete, select, update
 from baremetal_allocclient.server.backends import placement as backend_mod
 from baremetal_allocclient.server.backends.base import Job, Settled
 from baremetal_allocclient.server.backends.placement import PlacementBackend
-from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import Allocation, Node
 from baremetal_allocclient.server.logic import selection
 from baremetal_allocclient.server.placement import client as pc
@@ -23,6 +19,7 @@ from baremetal_allocclient.server.placement.sync import PlacementSync
 from baremetal_allocclient.tests.unit.server._placement_fake import (
     FakePlacement,
 )
+from baremetal_allocclient.tests.unit.server._sqlite import SQLiteDatabase
 
 RC = "CUSTOM_GOLD"
 
@@ -30,11 +27,7 @@ RC = "CUSTOM_GOLD"
 class BackendCase(testtools.TestCase):
     def setUp(self) -> None:
         super().setUp()
-        tmp = tempfile.mkdtemp()
-        self.addCleanup(shutil.rmtree, tmp, True)
-        self.db = Database("sqlite:///" + os.path.join(tmp, "t.sqlite"))
-        self.addCleanup(self.db.dispose)
-        self.db.upgrade()
+        self.db = self.useFixture(SQLiteDatabase()).db
         self.placement = FakePlacement()
         self.sync = PlacementSync(self.db, self.placement, "proj", "user")
         self.backend = PlacementBackend(

@@ -3,15 +3,11 @@ and a real SQLite database."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from unittest import mock
 
 import testtools
 from sqlalchemy import delete, update
 
-from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import (
     Allocation,
     Node,
@@ -23,6 +19,7 @@ from baremetal_allocclient.server.placement.sync import PlacementSync
 from baremetal_allocclient.tests.unit.server._placement_fake import (
     FakePlacement,
 )
+from baremetal_allocclient.tests.unit.server._sqlite import SQLiteDatabase
 
 RC = "CUSTOM_GOLD"
 
@@ -30,11 +27,7 @@ RC = "CUSTOM_GOLD"
 class SyncCase(testtools.TestCase):
     def setUp(self) -> None:
         super().setUp()
-        tmp = tempfile.mkdtemp()
-        self.addCleanup(shutil.rmtree, tmp, True)
-        self.db = Database("sqlite:///" + os.path.join(tmp, "t.sqlite"))
-        self.addCleanup(self.db.dispose)
-        self.db.upgrade()
+        self.db = self.useFixture(SQLiteDatabase()).db
         self.placement = FakePlacement()
         self.clock = [0.0]
         self.sync = PlacementSync(
