@@ -222,7 +222,8 @@ def create_allocation(ctx: Context) -> Response:
     """POST /v1/allocations: store ``allocating`` and hand to a worker.
 
     With ``Prefer: wait=N`` the answer waits up to N seconds (capped) for
-    the worker, so it usually carries the settled allocation.
+    the allocation to settle (see ``AllocationWorkers.settle``), so it
+    usually carries the settled allocation.
     """
     _gate(ctx, 405)
     body = _validated_create_body(ctx)

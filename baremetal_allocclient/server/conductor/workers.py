@@ -163,7 +163,7 @@ class AllocationWorkers:
 
         With a backend that does not block, the calling (request) thread
         makes the attempt itself: handing the job to a worker and being
-        woken by it again are two thread switches, about a fifth of the
+        woken by it again are two thread switches, about a tenth of the
         server's CPU per allocation under load.  If the database is
         unavailable, a worker takes over and retries as usual.
         """
