@@ -24,6 +24,7 @@ __all__ = [
     "ConfigurationError",
     "Conflict",
     "ConnectionFailed",
+    "DeadlineExceeded",
     "Forbidden",
     "HttpError",
     "InvalidArgument",
@@ -33,6 +34,7 @@ __all__ = [
     "NotFound",
     "ServerError",
     "ServiceUnavailable",
+    "Terminated",
     "Unauthorized",
     "VersionNotSupported",
     "WaitTimeout",
@@ -72,6 +74,35 @@ class ConnectionFailed(ClientError):
         )
 
 
+class DeadlineExceeded(ClientError):
+    """An operation's time budget ran out before a request could finish.
+
+    Raised by the transport when a request would start after the deadline
+    or got no answer before it.  The waits turn it into
+    :class:`WaitTimeout`; a create that ends this way may still have been
+    made by the server, under the UUID the client chose.
+    """
+
+    def __init__(self, method: str, url: str) -> None:
+        self.method = method
+        self.url = url
+        super().__init__(
+            f"No answer to {method} {url} within the time limit"
+        )
+
+
+class Terminated(BaseException):
+    """The process received SIGTERM during an operation that cleans up.
+
+    A BaseException, like KeyboardInterrupt, so ``except Exception`` does
+    not swallow it.  See :mod:`baremetal_allocclient.v1.interrupts`.
+    """
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        super().__init__(f"terminated by signal {signum}")
+
+
 class InvalidResponse(ClientError):
     """The server answered, but not with what the Ironic API promises."""
 
@@ -92,9 +123,13 @@ class HttpError(ClientError):
         request_id: the ``x-openstack-request-id`` response header, if any.
         method, url: the request that failed.
         details: the decoded error document, for callers that want more.
+        retried: True when the request was sent more than once, so an
+            earlier attempt may have taken effect (see
+            :meth:`Client.create_allocation`).
     """
 
     status_code: int = 0
+    retried: bool = False
 
     def __init__(
         self,
@@ -116,7 +151,12 @@ class HttpError(ClientError):
         super().__init__(message)
 
     def __str__(self) -> str:
-        text = f"{self.message} (HTTP {self.status_code})"
+        status = f"HTTP {self.status_code}"
+        if self.status_code == 404 and self.url:
+            # A wrong endpoint path and a missing allocation look alike;
+            # the URL tells them apart.
+            status += f" for {self.method or 'request'} {self.url}"
+        text = f"{self.message} ({status})"
         if self.request_id:
             text += f" (Request-ID: {self.request_id})"
         return text
@@ -391,3 +431,17 @@ def from_response(
 
 def _fmt(version: tuple[int, int]) -> str:
     return f"{version[0]}.{version[1]}"
+
+
+class NoMatchingNodes(ClientError):
+    """No node passes the request's constraints: raised before anything
+    is created (client-side selection against Ironic).
+
+    Attributes:
+        funnel: the ``explain`` document (steps with counts, the first
+            step that left no node).
+    """
+
+    def __init__(self, message: str, funnel: dict[str, Any]) -> None:
+        self.funnel = funnel
+        super().__init__(message)

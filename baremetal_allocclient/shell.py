@@ -39,6 +39,7 @@ COMMANDS: Mapping[str, str] = {
     "set": f"{_ALLOCATION}:SetAllocation",
     "unset": f"{_ALLOCATION}:UnsetAllocation",
     "capacity": "baremetal_allocclient.osc.v1.capacity:AllocationCapacity",
+    "explain": "baremetal_allocclient.osc.v1.explain:ExplainAllocation",
 }
 
 #: Auth-plugin options offered on the command line (and as OS_* variables),
@@ -443,7 +444,20 @@ def _version() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Console-script entry point."""
     app = AllocationApp()
-    return app.run(list(sys.argv[1:] if argv is None else argv))
+    try:
+        return app.run(list(sys.argv[1:] if argv is None else argv))
+    finally:
+        _quick_exit()
+
+
+def _quick_exit() -> None:
+    """Make interpreter shutdown cheap: a command is over, and freeing
+    every object one by one at exit took 0.3-0.4 s on a loaded machine,
+    time a ``--wait N`` budget promises not to spend."""
+    import gc
+
+    gc.freeze()
+    gc.disable()
 
 
 if __name__ == "__main__":

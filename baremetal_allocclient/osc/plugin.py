@@ -39,7 +39,8 @@ API_VERSIONS: tuple[str, ...] = ("1",)
 #: Command names this plugin serves (as cliff spells them, with spaces).
 COMMAND_NAMES = frozenset(
     "baremetal allocation " + verb
-    for verb in ("create", "list", "get", "show", "delete", "set", "unset")
+    for verb in ("create", "list", "get", "show", "delete", "set", "unset",
+                 "capacity")
 )
 _OUR_MODULE_PREFIX = "baremetal_allocclient.osc."
 _IRONICCLIENT_PLUGIN = "ironicclient.osc.plugin"
@@ -121,17 +122,22 @@ def _other_plugin_adds_version_option(parser: argparse.ArgumentParser) -> bool:
 
 
 class _OverrideWarningFilter(logging.Filter):
-    """Drop cliff's duplicate-command warning when our command wins."""
+    """Drop cliff's duplicate-command warning for our command names.
+
+    Our commands are listed in ``openstack.baremetal.v1`` (for ``openstack
+    command list --group baremetal``) and in ``openstack.extension``, which
+    loads last: whatever python-ironicclient's registration order within
+    the baremetal group, ours is the one finally kept.
+    """
 
     def filter(self, record: logging.LogRecord) -> bool:
         args = record.args
         if not isinstance(args, dict) or "name" not in args:
             return True
         modules = str(args.get("modules", ""))
-        winner = modules.rsplit(", ", 1)[-1]
         return not (
             args["name"] in COMMAND_NAMES
-            and winner.startswith(_OUR_MODULE_PREFIX)
+            and _OUR_MODULE_PREFIX in modules
         )
 
 

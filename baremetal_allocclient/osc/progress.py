@@ -3,52 +3,101 @@
 Scripts read stdout and often capture stderr into logs; a redrawn status
 line would only clutter them. So the reporter exists only when stderr is a
 TTY, and it writes to stderr alone.
+
+The line is drawn as soon as the command starts and redrawn every second
+by a background thread, with the time elapsed since the command started
+(the ``Prefer: wait`` hold of a create included) and how many allocations
+are in each state ("creating" for a create not answered yet).
 """
 
 from __future__ import annotations
 
 import collections
-from collections.abc import Iterable
+import threading
+import time
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
     from baremetal_allocclient.v1 import Progress
 
+#: Seconds between redraws.
+INTERVAL = 1.0
+#: How a create without an answer yet is counted.
+CREATING = "creating"
+
 
 def summary(states: Iterable[str | None], elapsed: float) -> str:
     """``"waiting 12s: 2 active, 1 allocating"`` (pure, for the status)."""
-    counts = collections.Counter(state or "unknown" for state in states)
+    counts = collections.Counter(state or CREATING for state in states)
     parts = ", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
-    return f"waiting {elapsed:.0f}s: {parts}"
+    return f"waiting {int(elapsed)}s: {parts}"
 
 
 class TtyProgress:
-    """Redraws one status line on a terminal; ``close`` clears it."""
+    """Redraws one status line on a terminal; ``close`` clears it.
 
-    def __init__(self, stream: TextIO) -> None:
+    Call it with each :class:`~baremetal_allocclient.v1.Progress`; a
+    thread redraws the line every :data:`INTERVAL` seconds meanwhile.
+    """
+
+    def __init__(
+        self,
+        stream: TextIO,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        interval: float = INTERVAL,
+    ) -> None:
         self._stream = stream
+        self._clock = clock
+        self._start = clock()
+        self._interval = interval
+        self._states: tuple[str | None, ...] = ()
         self._width = 0
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self, count: int) -> None:
+        """Draw at once (``count`` creates pending) and keep redrawing."""
+        self._states = (None,) * count
+        self.draw()
+        self._thread = threading.Thread(
+            target=self._tick, name="progress", daemon=True
+        )
+        self._thread.start()
 
     def __call__(self, progress: Progress) -> None:
-        """Show the states of the allocations being waited for."""
-        self._draw(
-            summary(
-                (a.state for a in progress.allocations), progress.elapsed
-            )
-        )
+        """Record the states of the allocations being waited for."""
+        self._states = tuple(a.state for a in progress.allocations)
+        self.draw()
 
-    def _draw(self, line: str) -> None:
-        padding = " " * max(0, self._width - len(line))
-        self._stream.write("\r" + line + padding)
-        self._stream.flush()
-        self._width = len(line)
+    def _tick(self) -> None:
+        while not self._stopped.wait(self._interval):
+            self.draw()
+
+    def draw(self) -> None:
+        """Redraw the line with the current elapsed time and states."""
+        line = summary(self._states, self._clock() - self._start)
+        with self._lock:
+            if self._stopped.is_set():
+                return
+            padding = " " * max(0, self._width - len(line))
+            self._stream.write("\r" + line + padding)
+            self._stream.flush()
+            self._width = len(line)
 
     def close(self) -> None:
-        """Erase the status line, leaving the terminal as it was."""
-        if self._width:
-            self._stream.write("\r" + " " * self._width + "\r")
-            self._stream.flush()
-            self._width = 0
+        """Stop redrawing and erase the line, leaving the terminal as it
+        was."""
+        with self._lock:
+            self._stopped.set()
+            if self._width:
+                self._stream.write("\r" + " " * self._width + "\r")
+                self._stream.flush()
+                self._width = 0
+        if self._thread is not None:
+            self._thread.join()
 
 
 def for_stream(stream: TextIO) -> TtyProgress | None:

@@ -15,13 +15,19 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
 from werkzeug.routing import Map, Rule
 from werkzeug.wrappers import Request, Response
 
+from baremetal_allocclient.constraints import EXPLAIN_PATH
 from baremetal_allocclient.server.api import (
     allocations,
     capacity,
+    explain,
+    extensions,
     limits,
     nodes,
     openapi,
+    ports,
+    storable,
     versions,
+    vifs,
 )
 from baremetal_allocclient.server.api.context import (
     Context,
@@ -30,6 +36,7 @@ from baremetal_allocclient.server.api.context import (
 )
 from baremetal_allocclient.server.api.errors import ApiError
 from baremetal_allocclient.server.db.engine import (
+    is_bad_data,
     is_transient,
     is_unavailable,
     short_reason,
@@ -42,6 +49,9 @@ MAX_BODY = 1024 * 1024
 TRANSIENT_RETRIES = 5
 DB_RETRY_AFTER = 5  # seconds, advertised with 503 while the database is down
 _JITTER = random.SystemRandom()
+#: The whole body of every 500: details go to the server log only.
+INTERNAL_ERROR = ("The server failed to handle the request; the details "
+                  "are in its log.")
 
 
 class _Request(Request):
@@ -78,8 +88,21 @@ _ROUTES: list[tuple[str, str, Handler]] = [
     ("/v1/nodes/<ident>/traits", "DELETE", nodes.remove_traits),
     ("/v1/nodes/<ident>/traits/<trait>", "PUT", nodes.add_trait),
     ("/v1/nodes/<ident>/traits/<trait>", "DELETE", nodes.remove_trait),
+    ("/v1/nodes/<ident>/ports", "GET", ports.list_node_ports),
+    ("/v1/nodes/<ident>/ports/detail", "GET", ports.list_node_ports_detail),
+    ("/v1/nodes/<ident>/vifs", "GET", vifs.list_vifs),
+    ("/v1/nodes/<ident>/vifs", "POST", vifs.attach_vif),
+    ("/v1/nodes/<ident>/vifs/<vif>", "DELETE", vifs.detach_vif),
+    ("/v1/ports", "GET", ports.list_ports),
+    ("/v1/ports", "POST", ports.create_port),
+    ("/v1/ports/detail", "GET",
+     lambda ctx: ports.list_ports(ctx, detail=True)),
+    ("/v1/ports/<ident>", "GET", ports.get_port),
+    ("/v1/ports/<ident>", "PATCH", ports.update_port),
+    ("/v1/ports/<ident>", "DELETE", ports.delete_port),
     ("/v1/openapi.json", "GET", openapi.serve),
     (capacity.PATH, "GET", capacity.get_capacity),  # our extension
+    (EXPLAIN_PATH, "POST", explain.explain_allocation),  # our extension
 ]
 
 
@@ -156,9 +179,12 @@ class Application:
         if path == "/":
             return json_response(versions.root_document(base)), version
         if path == "/v1":
-            return json_response(versions.v1_document(base)), version
+            document = versions.v1_document(base)
+            document["extensions"] = extensions.advertisement(base)
+            return json_response(document), version
         ctx = Context(request, version, base, self.services)
         try:
+            storable.check_url(path, request.args.items(multi=True))
             adapter = self._map.bind_to_environ(request.environ)
             rule, args = adapter.match(return_rule=True)
             limits.check_query(
@@ -170,22 +196,8 @@ class Application:
             return json_response(
                 error_body(exc.status, exc.message), exc.status
             ), version
-        except IntegrityError:
-            # A uniqueness race lost against a concurrent request.
-            return json_response(
-                error_body(409, "The request conflicts with a concurrent "
-                                "change (a name or UUID is already in "
-                                "use); retry."), 409
-            ), version
         except DBAPIError as exc:
-            if is_unavailable(exc):
-                return self._db_unavailable(request, exc), version
-            if not is_transient(exc):
-                return self._internal_error(request, exc), version
-            return json_response(
-                error_body(409, "The request conflicted with a concurrent "
-                                "change; retry."), 409
-            ), version
+            return self._database_error(request, exc), version
         except MethodNotAllowed:
             return json_response(
                 error_body(405, "The method is not allowed for this "
@@ -237,8 +249,37 @@ class Application:
         response.headers["Retry-After"] = str(DB_RETRY_AFTER)
         return response
 
+    def _database_error(
+        self, request: Request, exc: DBAPIError
+    ) -> Response:
+        """The answer to an error the database raised: narrow classes,
+        everything unknown is a 500 that names nothing."""
+        if is_unavailable(exc):
+            return self._db_unavailable(request, exc)
+        if is_bad_data(exc):
+            LOG.warning("Database refused a value in %s %s: %s",
+                        request.method, request.path, short_reason(exc))
+            return json_response(error_body(
+                400, "The request contains a value the database cannot "
+                     "store."), 400)
+        if isinstance(exc, IntegrityError):
+            # A uniqueness race lost against a concurrent request.
+            return json_response(
+                error_body(409, "The request conflicts with a concurrent "
+                                "change (a name or UUID is already in "
+                                "use); retry."), 409
+            )
+        if is_transient(exc):
+            return json_response(
+                error_body(409, "The request conflicted with a concurrent "
+                                "change; retry."), 409
+            )
+        return self._internal_error(request, exc)
+
     @staticmethod
     def _internal_error(request: Request, exc: Exception) -> Response:
+        """500 without the exception's text (it may quote SQL or the
+        request's values); the log has it."""
         LOG.error("Unexpected error in %s %s", request.method, request.path,
                   exc_info=exc)
-        return json_response(error_body(500, f"Internal error: {exc}"), 500)
+        return json_response(error_body(500, INTERNAL_ERROR), 500)

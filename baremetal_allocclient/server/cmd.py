@@ -72,8 +72,9 @@ def _parser() -> argparse.ArgumentParser:
              "(default 1000)",
     )
     serve.add_argument(
-        "--threads", type=_positive, default=32,
-        help="HTTP request threads (default 32)",
+        "--threads", type=_positive, default=64,  # prefer.DEFAULT_THREADS
+        help="HTTP request threads (default 64); at most half of them "
+             "wait for allocations to settle ('Prefer: wait')",
     )
     serve.add_argument(
         "--max-prefer-wait", type=_seconds_or_zero, default=10.0,
@@ -235,6 +236,10 @@ def _serve(db: object, args: argparse.Namespace) -> int:
     from sqlalchemy.exc import DBAPIError
 
     from baremetal_allocclient.server.api.context import Services
+    from baremetal_allocclient.server.api.prefer import (
+        WaitPermits,
+        waiting_capacity,
+    )
     from baremetal_allocclient.server.app import Application
     from baremetal_allocclient.server.conductor.fake_hardware import (
         FakeHardware,
@@ -293,7 +298,8 @@ def _serve(db: object, args: argparse.Namespace) -> int:
     app = setup.wrap(
         Application(
             Services(db, workers, hardware, args.conductor_name, backend,
-                     max_prefer_wait=args.max_prefer_wait)
+                     max_prefer_wait=args.max_prefer_wait,
+                     waiting=WaitPermits(waiting_capacity(args.threads)))
         )
     )
     server = wsgi.Server(

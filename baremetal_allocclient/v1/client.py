@@ -16,8 +16,11 @@ negotiated (one HTTP request per call when the server is recent enough).
 
 from __future__ import annotations
 
+import json
 import logging
 import time
+import types
+import uuid as uuidlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
@@ -25,10 +28,21 @@ from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import session as ks_session
 
 from baremetal_allocclient import exceptions
+from baremetal_allocclient.constraints import (
+    EXPLAIN_PATH,
+    EXTENSION,
+    EXTENSION_HEADER,
+    Constraints,
+    Selection,
+)
+from baremetal_allocclient.constraints import funnel as funnel_of
 from baremetal_allocclient.v1 import (
+    budget,
+    interrupts,
     pagination,
     resources,
     retries,
+    selecting,
     transport,
     versions,
     waiting,
@@ -103,6 +117,16 @@ def _prefer_wait_header(
     return {"Prefer": f"wait={int(seconds)}"}
 
 
+def _matches_request(found: Allocation, body: Mapping[str, Any]) -> bool:
+    """Whether an existing allocation is the one ``body`` asked for."""
+    wanted_class = body.get("resource_class", found.resource_class)
+    return (
+        found.resource_class == wanted_class
+        and found.name == body.get("name")
+        and sorted(found.traits or ()) == sorted(body.get("traits", ()))
+    )
+
+
 def _one_interface(value: str | list[str] | None) -> str | None:
     """openstacksdk may give a list of interfaces; use the preferred one."""
     if isinstance(value, list):
@@ -139,6 +163,7 @@ class Client:
         )
         self._clock = clock
         self._sleep = sleep
+        self._constraints_extension: bool | None = None
 
     # -- constructors ---------------------------------------------------
 
@@ -322,6 +347,34 @@ class Client:
             return versions.ALLOCATION_OWNER
         return default
 
+    # -- life cycle -----------------------------------------------------
+
+    def close(self) -> None:
+        """Close the HTTP connections of this client's session.
+
+        The client must not be used afterwards.  Also called on leaving
+        ``with Client.from_endpoint(url) as client:``.
+        """
+        session: Any = getattr(self._transport.adapter, "session", None)
+        http: Any = getattr(session, "session", None)
+        if http is not None and hasattr(http, "close"):
+            http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: types.TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def deadline(self, timeout: float | None) -> budget.Deadline:
+        """A time budget on this client's clock (``None``: no limit)."""
+        return budget.Deadline(timeout, clock=self._clock)
+
     # -- allocations ----------------------------------------------------
 
     def create_allocation(
@@ -336,8 +389,24 @@ class Client:
         node: str | None = None,
         owner: str | None = None,
         prefer_wait: float | None = None,
+        deadline: budget.Deadline | None = None,
+        constraints: Constraints | None = None,
     ) -> Allocation:
         """Request a node: ``POST /v1/allocations``.
+
+        Without ``uuid`` the client chooses one (a random UUID), so the
+        request can be repeated safely: when an answer is lost (connection
+        reset, timeout, 503) the create is sent again, and if the server
+        answers 409 because the first attempt did create that UUID, the
+        existing allocation is fetched and returned.  One call makes at
+        most one allocation.
+
+        ``constraints`` (forbidden traits, node properties, conductor
+        group, shard, node owner/lessee, node name) go to a server that
+        advertises the constraints extension; otherwise the SDK selects
+        the nodes first and sends them as ``candidate_nodes``, raising
+        NoMatchingNodes, before creating anything, when none qualify
+        (see :mod:`~baremetal_allocclient.v1.selecting`).
 
         The server answers at once with the allocation in ``allocating``;
         use :meth:`wait_for_allocation` or :meth:`allocate`.  ``node``
@@ -350,6 +419,8 @@ class Client:
         allocation settled, up to N seconds, and usually returns it
         ``active`` or ``error`` in this one request.  Ironic ignores the
         header and answers ``allocating``, so it is always safe to send.
+        The hold never exceeds what is left of ``deadline`` (less
+        :data:`budget.HOLD_MARGIN`), and no attempt outlives it.
         """
         if resource_class is None and node is None:
             raise exceptions.InvalidArgument(
@@ -364,6 +435,8 @@ class Client:
         candidates = _strings("candidate_nodes", candidate_nodes)
         if candidates:
             body["candidate_nodes"] = candidates
+        if uuid is None:
+            uuid = str(uuidlib.uuid4())
         for key, value in (
             ("name", name),
             ("uuid", uuid),
@@ -379,18 +452,54 @@ class Client:
             feature = versions.ALLOCATION_OWNER
         elif node is not None:
             feature = versions.ALLOCATION_BACKFILL
-        response = self._transport.request(
-            "POST", "/v1/allocations", feature=feature, json=body,
-            headers=_prefer_wait_header(
-                prefer_wait, self._transport.request_timeout
-            ),
-        )
+        deadline = deadline or budget.unlimited(self._clock)
+        hold = None if prefer_wait is None else deadline.hold(prefer_wait)
+        headers = _prefer_wait_header(hold, self._transport.request_timeout)
+        if constraints:
+            headers = {**(headers or {}),
+                       **self._constrain(body, constraints)}
+        try:
+            response = self._transport.request(
+                "POST", "/v1/allocations", feature=feature, json=body,
+                headers=headers, deadline=deadline, idempotent=True,
+            )
+        except exceptions.Conflict as exc:
+            if not exc.retried:
+                raise
+            # An earlier attempt's answer was lost; it may have made the
+            # allocation.  Return it if it is the one we asked for.
+            existing = self._made_by_earlier_attempt(uuid, body, deadline)
+            if existing is None:
+                raise
+            return existing
         return self._allocation(response)
+
+    def _made_by_earlier_attempt(
+        self, uuid: str, body: Mapping[str, Any], deadline: budget.Deadline
+    ) -> Allocation | None:
+        """The allocation ``uuid`` if it matches the request ``body``."""
+        try:
+            found = self._get(uuid, deadline)
+        except exceptions.NotFound:
+            return None
+        if not _matches_request(found, body):
+            return None
+        LOG.debug("Create of %s was retried; using the allocation made "
+                  "by the first attempt", uuid)
+        return found
 
     def get_allocation(
         self, ident: str, *, fields: Sequence[str] | None = None
     ) -> Allocation:
         """Fetch one allocation by UUID or name (``fields=`` optional)."""
+        return self._get(ident, None, fields)
+
+    def _get(
+        self,
+        ident: str,
+        deadline: budget.Deadline | None,
+        fields: Sequence[str] | None = None,
+    ) -> Allocation:
         names = resources.validate_fields(Allocation, fields)
         response = self._transport.request(
             "GET",
@@ -399,6 +508,7 @@ class Client:
             params=pagination.build_query(
                 {"fields": names}, limit=None, marker=None
             ),
+            deadline=deadline,
         )
         return self._allocation(response)
 
@@ -427,6 +537,11 @@ class Client:
         """
         pagination.check_positive("limit", limit)
         pagination.check_positive("page_size", page_size)
+        if state is not None and state not in resources.ALLOCATION_STATES:
+            raise exceptions.InvalidArgument(
+                f"state must be one of "
+                f"{', '.join(resources.ALLOCATION_STATES)}, got {state!r}"
+            )
         if sort_dir is not None and sort_dir not in ("asc", "desc"):
             raise exceptions.InvalidArgument(
                 f"sort_dir must be 'asc' or 'desc', got {sort_dir!r}"
@@ -453,6 +568,7 @@ class Client:
         limit: int | None,
         marker: str | None,
         page_size: int | None,
+        deadline: budget.Deadline | None = None,
     ) -> Iterator[Allocation]:
         remaining = limit
         while remaining is None or remaining > 0:
@@ -462,7 +578,8 @@ class Client:
                 marker=marker,
             )
             response = self._transport.request(
-                "GET", "/v1/allocations", feature=feature, params=params
+                "GET", "/v1/allocations", feature=feature, params=params,
+                deadline=deadline,
             )
             items, next_link = pagination.items_of(
                 self._transport.json(response), "allocations"
@@ -517,14 +634,20 @@ class Client:
         return self._allocation(response)
 
     def delete_allocation(
-        self, ident: str, *, ignore_missing: bool = False
-    ) -> None:
+        self,
+        ident: str,
+        *,
+        ignore_missing: bool = False,
+        deadline: budget.Deadline | None = None,
+    ) -> bool:
         """Delete an allocation, releasing its node.
 
         With ``ignore_missing`` a missing allocation is not an error.
+        Returns True if it was deleted, False if it did not exist.
         """
-        self._delete(
-            "/v1/allocations/" + transport.quote(ident), ignore_missing
+        return self._delete(
+            "/v1/allocations/" + transport.quote(ident), ignore_missing,
+            deadline,
         )
 
     def get_node_allocation(
@@ -544,22 +667,31 @@ class Client:
 
     def delete_node_allocation(
         self, node: str, *, ignore_missing: bool = False
-    ) -> None:
-        """Delete the allocation of a node (UUID or name)."""
-        self._delete(
+    ) -> bool:
+        """Delete the allocation of a node (UUID or name); False if there
+        was none (with ``ignore_missing``)."""
+        return self._delete(
             "/v1/nodes/" + transport.quote(node) + "/allocation",
             ignore_missing,
         )
 
-    def _delete(self, path: str, ignore_missing: bool) -> None:
+    def _delete(
+        self,
+        path: str,
+        ignore_missing: bool,
+        deadline: budget.Deadline | None = None,
+    ) -> bool:
         """DELETE an allocation resource; a 404 is fine when asked."""
         try:
             self._transport.request(
-                "DELETE", path, feature=versions.ALLOCATIONS
+                "DELETE", path, feature=versions.ALLOCATIONS,
+                deadline=deadline,
             )
         except exceptions.NotFound:
             if not ignore_missing:
                 raise
+            return False
+        return True
 
     # -- nodes ----------------------------------------------------------
 
@@ -578,18 +710,109 @@ class Client:
         )
         return Node.from_wire(self._transport.json(response))
 
+    # -- constraints (see v1/selecting.py) -------------------------------
+
+    def supports_constraints(self) -> bool:
+        """Whether the server evaluates constraints itself (the reference
+        server's extension, advertised in ``GET /v1``); asked once."""
+        if self._constraints_extension is None:
+            response = self._transport.request(
+                "GET", "/v1", feature=versions.NODES)
+            self._constraints_extension = selecting.extension_advertised(
+                self._transport.json(response))
+        return self._constraints_extension
+
+    def _selection(self, body: Mapping[str, Any],
+                   constraints: Constraints) -> Selection:
+        return Selection(
+            resource_class=str(body.get("resource_class") or ""),
+            traits=tuple(body.get("traits") or ()),
+            candidate_nodes=tuple(body.get("candidate_nodes") or ()),
+            owner=body.get("owner"), constraints=constraints)
+
+    def _constrain(self, body: dict[str, Any],
+                   constraints: Constraints) -> dict[str, str]:
+        """Add ``constraints`` to an allocation body: as the extension's
+        field (returning its header), or as prefiltered candidates."""
+        if body.get("node") is not None:
+            raise exceptions.InvalidArgument(
+                "constraints do not apply to a backfill (node)")
+        if self.supports_constraints():
+            body["constraints"] = constraints.to_wire()
+            return {EXTENSION_HEADER: EXTENSION}
+        plan = self._prefilter(self._selection(body, constraints))
+        # With require_node_name the plan holds that one node only.
+        body["candidate_nodes"] = list(plan.candidates)
+        if plan.preferred and "name" not in body:
+            # Ironic tries the node named like the allocation first.
+            body["name"] = constraints.node_name
+        return {}
+
+    def _prefilter(self, selection: Selection) -> selecting.Plan:
+        """Client-side selection: one narrow paged listing; only when
+        nothing survives, a second listing of the whole resource class
+        to say why."""
+        narrow = list(selecting.iter_nodes(
+            self._transport, selecting.list_filters(selection, True)))
+        try:
+            return selecting.plan(selection, narrow)
+        except exceptions.NoMatchingNodes:
+            broad = list(selecting.iter_nodes(
+                self._transport, selecting.list_filters(selection, False)))
+            return selecting.plan(selection, broad)
+
+    def explain(
+        self,
+        resource_class: str,
+        *,
+        traits: Iterable[str] = (),
+        candidate_nodes: Iterable[str] = (),
+        owner: str | None = None,
+        constraints: Constraints | None = None,
+    ) -> dict[str, Any]:
+        """The selection funnel of an allocation request, reserving
+        nothing: ``{"resource_class", "funnel": [{"step", "count"}...],
+        "candidates", "first_empty"}``.  One request on the reference
+        server; computed from the node list on Ironic."""
+        body: dict[str, Any] = {"resource_class": resource_class}
+        for key, values in (("traits", traits),
+                            ("candidate_nodes", candidate_nodes)):
+            listed = _strings(key, values)
+            if listed:
+                body[key] = listed
+        if owner is not None:
+            body["owner"] = owner
+        wanted = constraints or Constraints()
+        selection = self._selection(body, wanted)
+        if self.supports_constraints():
+            if wanted:
+                body["constraints"] = wanted.to_wire()
+            response = self._transport.request(
+                "POST", EXPLAIN_PATH, feature=versions.ALLOCATIONS,
+                json=body)
+            return selecting.funnel_from_document(
+                selection, self._transport.json(response))
+        nodes = selecting.iter_nodes(
+            self._transport, selecting.list_filters(selection, False))
+        funnel, _survivors = funnel_of(selection, nodes)
+        return selecting.explain_document(selection, funnel)
+
     # -- capacity (an extension of baremetal-alloc-server) ---------------
 
     def get_allocation_capacity(
-        self, resource_class: str | None = None
+        self, resource_class: str | None = None,
+        constraints: Constraints | None = None,
     ) -> list[dict[str, Any]]:
         """Per resource class: total, allocated, reserved (with
-        ``reserved_by_reason``) and free nodes.
+        ``reserved_by_reason``) and free nodes; with ``constraints``,
+        only the nodes satisfying them are counted.
 
         ``GET /v1/allocation_capacity`` exists only on
         baremetal-alloc-server (Ironic answers 404 -> NotFound).
         """
         params = {"resource_class": resource_class} if resource_class else {}
+        if constraints:
+            params["constraints"] = json.dumps(constraints.to_wire())
         response = self._transport.request(
             "GET", "/v1/allocation_capacity", feature=versions.ALLOCATIONS,
             params=params,
@@ -610,16 +833,21 @@ class Client:
         *,
         timeout: float | None = waiting.DEFAULT_TIMEOUT,
         on_progress: waiting.ProgressCallback | None = None,
+        deadline: budget.Deadline | None = None,
     ) -> Allocation:
         """Wait until an allocation is ``active`` and return it.
 
         ``allocation`` is an Allocation (e.g. from create) or a UUID/name.
         Polls with exponential backoff (0.05 s doubling to 2 s).
+        ``timeout`` covers every request of the wait, including one that
+        is slow to answer; ``deadline`` replaces it with a budget that
+        started earlier (see :meth:`deadline`).
 
         Raises:
             AllocationFailed: it ended in ``error`` (carries last_error).
-            WaitTimeout: still allocating after ``timeout`` seconds.
+            WaitTimeout: still allocating when the time was up.
         """
+        deadline = deadline or self.deadline(timeout)
         if isinstance(allocation, Allocation):
             initial: Allocation | None = allocation
             ident = allocation.ident
@@ -627,12 +855,12 @@ class Client:
             initial = None
             ident = allocation
         return waiting.wait_for_allocation(
-            lambda: self.get_allocation(ident),
+            lambda: self._get(ident, deadline),
             initial,
-            timeout=timeout,
             on_progress=on_progress,
             clock=self._clock,
             sleep=self._sleep,
+            deadline=deadline,
         )
 
     def wait_for_allocations(
@@ -642,33 +870,36 @@ class Client:
         timeout: float | None = waiting.DEFAULT_TIMEOUT,
         raise_on_error: bool = True,
         on_progress: waiting.ProgressCallback | None = None,
+        deadline: budget.Deadline | None = None,
     ) -> list[Allocation]:
         """Wait for many allocations with one list request per poll round.
 
         Identifiers given as strings are read once first (to learn their
         UUID and resource class).  Returns the final allocations in order.
         See :mod:`~baremetal_allocclient.v1.waiting` for the request count.
+        ``timeout``/``deadline`` as in :meth:`wait_for_allocation`.
 
         Raises:
             AllocationFailed: if ``raise_on_error`` and any ended in
                 ``error`` (after all settled; ``.results`` has them all).
-            WaitTimeout: some were still allocating after ``timeout``.
+            WaitTimeout: some were still allocating when the time was up.
         """
+        deadline = deadline or self.deadline(timeout)
         known: list[Allocation] = []
         for item in allocations:
             if isinstance(item, Allocation) and item.uuid and item.state:
                 known.append(item)
             else:
                 ident = item.ident if isinstance(item, Allocation) else item
-                known.append(self.get_allocation(ident))
+                known.append(self._get(ident, deadline))
         return waiting.wait_for_allocations(
-            _ClientSource(self),
+            _ClientSource(self, deadline),
             known,
-            timeout=timeout,
             raise_on_error=raise_on_error,
             on_progress=on_progress,
             clock=self._clock,
             sleep=self._sleep,
+            deadline=deadline,
         )
 
     def allocate(
@@ -684,60 +915,74 @@ class Client:
         owner: str | None = None,
         timeout: float | None = waiting.DEFAULT_TIMEOUT,
         on_progress: waiting.ProgressCallback | None = None,
+        constraints: Constraints | None = None,
     ) -> Allocation:
         """Create an allocation and wait until it is ``active``.
 
-        The create asks the server to answer once the allocation settled
-        (``prefer_wait``, at most :data:`waiting.PREFER_WAIT` seconds), so
-        on the reference server this is usually one request; polling
-        takes over when the answer is still ``allocating``.
+        ``timeout`` is the whole budget, from the create to the last poll
+        (every request and retry included).  The create asks the server
+        to answer once the allocation settled (``Prefer: wait``, within
+        the budget), so on the reference server this is usually one
+        request; polling takes over when the answer is still
+        ``allocating``.  ``constraints``: see :meth:`create_allocation`.
 
-        If waiting fails for any reason (``error`` state, timeout,
-        interruption), the allocation created here is deleted before the
-        error propagates, so a failed call leaves nothing behind.
+        If anything fails (``error`` state, timeout, an error, Ctrl-C
+        (KeyboardInterrupt) or SIGTERM), the allocation is deleted before
+        the error propagates, so a failed call leaves nothing behind.
+        SIGTERM is deferred for this (in the main thread, when SIGTERM has
+        its default action): after the delete the process ends as SIGTERM
+        would have ended it.
         """
-        created = self.create_allocation(
-            resource_class,
-            traits=traits,
-            candidate_nodes=candidate_nodes,
-            name=name,
-            uuid=uuid,
-            extra=extra,
-            node=node,
+        from baremetal_allocclient.v1 import reservation
+
+        request = reservation.Request(
+            resource_class=resource_class, traits=tuple(traits),
+            candidate_nodes=tuple(candidate_nodes), name=name, uuid=uuid,
+            extra=dict(extra) if extra is not None else None, node=node,
             owner=owner,
-            prefer_wait=waiting.prefer_wait_for(timeout),
+            constraints=constraints,
         )
-        try:
-            return self.wait_for_allocation(
-                created, timeout=timeout, on_progress=on_progress
+        with interrupts.sigterm_raises():
+            run = reservation.Reservation(
+                self, request, self.deadline(timeout), on_progress
             )
-        except BaseException:
             try:
-                self.delete_allocation(created.ident, ignore_missing=True)
-            except exceptions.ClientError as cleanup_error:
-                LOG.warning(
-                    "Could not delete allocation %s after a failed "
-                    "allocate(): %s", created.ident, cleanup_error,
-                )
-            raise
+                run.create(1, hold=True)
+                return run.wait()[0]
+            except BaseException as exc:
+                report = run.release()
+                for ident, reason in report.failed:
+                    LOG.warning(
+                        "Could not delete allocation %s after a failed "
+                        "allocate(): %s", ident, reason,
+                    )
+                if isinstance(exc, exceptions.Terminated):
+                    interrupts.finish_termination(exc)
+                raise
 
 
 class _ClientSource:
     """Adapts a Client to :class:`waiting.AllocationSource`."""
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: Client, deadline: budget.Deadline) -> None:
         self._client = client
+        self._deadline = deadline
 
     def get(self, uuid: str) -> Allocation:
-        return self._client.get_allocation(uuid)
+        return self._client._get(uuid, self._deadline)
+
+    def _list(self, **filters: Any) -> Iterator[Allocation]:
+        return self._client._iterate(
+            filters, versions.ALLOCATIONS, None, None, None, self._deadline
+        )
 
     def allocating_uuids(self, resource_class: str | None) -> set[str]:
         return {
             str(item.uuid)
-            for item in self._client.list_allocations(
+            for item in self._list(
                 state=waiting.ALLOCATING,
                 resource_class=resource_class,
-                fields=("uuid",),
+                fields=["uuid"],
             )
         }
 
@@ -752,7 +997,7 @@ class _ClientSource:
         for resource_class, wanted in groups.items():
             if len(wanted) > 1 and resource_class is not None:
                 missing = set(wanted)
-                for item in self._client.list_allocations(
+                for item in self._list(
                     resource_class=resource_class,
                     sort_key="created_at",
                     sort_dir="desc",
@@ -764,5 +1009,5 @@ class _ClientSource:
                             break
                 wanted = missing
             for uuid in wanted:
-                found[uuid] = self._client.get_allocation(uuid)
+                found[uuid] = self.get(uuid)
         return [found[str(item.uuid)] for item in allocations]

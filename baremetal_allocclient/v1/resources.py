@@ -173,6 +173,9 @@ def _plain(value: Any) -> Any:
 
 _EMPTY: Mapping[str, Any] = types.MappingProxyType({})
 
+#: Every state an allocation can be in (Ironic's allocation states).
+ALLOCATION_STATES: tuple[str, ...] = ("allocating", "active", "error")
+
 
 @dataclasses.dataclass(frozen=True)
 class Allocation(_Resource):

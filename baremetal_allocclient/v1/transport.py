@@ -26,6 +26,7 @@ all its calls.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Mapping
@@ -36,7 +37,7 @@ from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import exceptions as ks_exc
 
 from baremetal_allocclient import exceptions
-from baremetal_allocclient.v1 import retries, versions
+from baremetal_allocclient.v1 import budget, retries, versions
 
 LOG = logging.getLogger(__name__)
 
@@ -218,6 +219,20 @@ class Transport:
         )
         return version
 
+    def _raised(self, wanted: versions.Version) -> versions.Version:
+        """``wanted`` if the server's range reaches it (a pin does not
+        stop it: it is asked for one request only)."""
+        if self.server_range is None:
+            self.discover()
+        assert self.server_range is not None
+        if self.server_range[1] < wanted:
+            raise exceptions.VersionNotSupported(
+                "node shards", wanted,
+                server_min=self.server_range[0],
+                server_max=self.server_range[1],
+            )
+        return wanted
+
     def _learn(self, response: requests.Response) -> None:
         if self.server_range is None:
             self.server_range = versions.range_from_headers(response.headers)
@@ -233,16 +248,32 @@ class Transport:
         params: Mapping[str, Any] | None = None,
         json: Any = None,
         headers: Mapping[str, str] | None = None,
+        deadline: budget.Deadline | None = None,
+        idempotent: bool = False,
+        at_least: versions.Version | None = None,
     ) -> requests.Response:
         """Send one API call at the right version; raise typed errors.
 
-        Returns the successful response.  Raises HttpError subclasses,
-        VersionNotSupported or ConnectionFailed.
+        ``deadline`` bounds every attempt and retry (DeadlineExceeded when
+        it runs out).  ``idempotent`` says that repeating the request is
+        harmless, so any lost connection (reset, timeout) is retried, not
+        only a refused one.  ``at_least`` raises the version of this one
+        request above the client's maximum (for fields the caller reads as
+        raw JSON, such as a node's ``shard`` at 1.82), when the server
+        supports it.
+
+        Returns the successful response.  Raises HttpError subclasses
+        (``retried`` set when more than one attempt was sent),
+        VersionNotSupported, ConnectionFailed or DeadlineExceeded.
         """
         url = self.url(path)
         version = self._version_for(feature)
+        if at_least is not None and version < at_least:
+            version = self._raised(at_least)
+        attempt = _Attempt(deadline or budget.unlimited(), idempotent)
         response = self._send(
-            method, url, version, params=params, json=json, headers=headers
+            method, url, version, params=params, json=json, headers=headers,
+            attempt=attempt,
         )
         self._learn(response)
         if response.status_code == 406:
@@ -255,9 +286,12 @@ class Transport:
                 params=params,
                 json=json,
                 headers=headers,
+                attempt=attempt,
             )
         if response.status_code >= 400:
-            raise self._error(response)
+            error = self._error(response)
+            error.retried = attempt.count > 1
+            raise error
         return response
 
     def _renegotiate(
@@ -271,6 +305,7 @@ class Transport:
         params: Mapping[str, Any] | None,
         json: Any,
         headers: Mapping[str, str] | None,
+        attempt: _Attempt,
     ) -> requests.Response:
         """Handle a 406: retry once at the server's maximum if it helps."""
         learned = versions.range_from_headers(response.headers)
@@ -302,7 +337,7 @@ class Transport:
         )
         retried = self._send(
             method, url, retry_version, params=params, json=json,
-            headers=headers,
+            headers=headers, attempt=attempt,
         )
         return retried
 
@@ -315,8 +350,10 @@ class Transport:
         params: Mapping[str, Any] | None = None,
         json: Any = None,
         headers: Mapping[str, str] | None = None,
+        attempt: _Attempt | None = None,
     ) -> requests.Response:
         """Send with the retry budget; return the last response."""
+        attempt = attempt or _Attempt(budget.unlimited(), False)
         kwargs: dict[str, Any] = {
             "raise_exc": False,
             "headers": {"Accept": "application/json", **(headers or {})},
@@ -330,10 +367,11 @@ class Transport:
         delays = self.retry_policy.delays()
         while True:
             try:
-                response = self.adapter.request(url, method, **kwargs)
+                response = self._send_once(method, url, attempt, kwargs)
             except ks_exc.ConnectionError as exc:
                 delay = next(delays, None)
-                if delay is None or not is_transient_connection_error(exc):
+                if (delay is None or not attempt.deadline.allows(delay)
+                        or not attempt.may_repeat(exc)):
                     raise exceptions.ConnectionFailed(
                         self._safe_root(), _reason(exc)
                     ) from exc
@@ -341,8 +379,6 @@ class Transport:
                           _reason(exc), delay)
                 self._sleep(delay)
                 continue
-            except ks_exc.ClientException as exc:
-                raise _from_keystoneauth(exc, "Authentication failed") from exc
             if response.status_code < 400:
                 return response
             message, _doc = exceptions.parse_error_body(response.content)
@@ -358,9 +394,48 @@ class Transport:
             )
             if hinted is not None:
                 delay = hinted
+            if not attempt.deadline.allows(delay):
+                return response
             LOG.debug("%s %s: HTTP %d; retrying in %.2fs", method, url,
                       response.status_code, delay)
             self._sleep(delay)
+
+    def _send_once(
+        self, method: str, url: str, attempt: _Attempt,
+        kwargs: dict[str, Any],
+    ) -> requests.Response:
+        """One attempt, bounded by the deadline (DeadlineExceeded)."""
+        deadline = attempt.deadline
+        if deadline.expired():
+            raise exceptions.DeadlineExceeded(method, url)
+        timeout = deadline.request_timeout(self.request_timeout)
+        if timeout is not None:
+            kwargs["timeout"] = timeout
+        attempt.count += 1
+        try:
+            if deadline.remaining() is None:
+                response: requests.Response = self.adapter.request(
+                    url, method, **kwargs
+                )
+            else:
+                # requests' timeout bounds each socket read, not the
+                # whole answer: a server that dribbles its answer could
+                # outlive the budget.  Wait for the whole of it instead.
+                response = _within(
+                    deadline.remaining() or 0.0,
+                    lambda: self.adapter.request(url, method, **kwargs),
+                )
+        except _Overdue as exc:
+            raise exceptions.DeadlineExceeded(method, url) from exc
+        except ks_exc.ConnectTimeout as exc:
+            if deadline.expired():
+                raise exceptions.DeadlineExceeded(method, url) from exc
+            raise
+        except ks_exc.ConnectionError:
+            raise
+        except ks_exc.ClientException as exc:
+            raise _from_keystoneauth(exc, "Authentication failed") from exc
+        return response
 
     def _safe_root(self) -> str:
         return self._root or "the configured endpoint"
@@ -388,6 +463,49 @@ class Transport:
                 f"{response.headers.get('Content-Type', 'no content type')}",
                 status_code=response.status_code,
             ) from exc
+
+
+class _Overdue(Exception):
+    """A call did not finish within its time."""
+
+
+def _within(seconds: float, call: Callable[[], requests.Response]
+            ) -> requests.Response:
+    """Run ``call`` in a daemon thread; _Overdue if it takes longer than
+    ``seconds``.  The waiting thread stays interruptible (Ctrl-C); an
+    overdue call is abandoned and finishes in the background."""
+    outcome: dict[str, Any] = {}
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome["value"] = call()
+        except BaseException as exc:  # handed to the waiting thread
+            outcome["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="request", daemon=True).start()
+    if not done.wait(seconds):
+        raise _Overdue()
+    if "error" in outcome:
+        raise outcome["error"]
+    response: requests.Response = outcome["value"]
+    return response
+
+
+class _Attempt:
+    """Per-call bookkeeping: the deadline and how often it was sent."""
+
+    def __init__(self, deadline: budget.Deadline, idempotent: bool) -> None:
+        self.deadline = deadline
+        self.idempotent = idempotent
+        self.count = 0
+
+    def may_repeat(self, error: BaseException) -> bool:
+        """A refused connection never reached the server; any other lost
+        connection may have, so only an idempotent call repeats then."""
+        return self.idempotent or is_transient_connection_error(error)
 
 
 def quote(ident: str) -> str:

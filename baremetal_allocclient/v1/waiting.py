@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Protocol
 
 from baremetal_allocclient import exceptions
+from baremetal_allocclient.v1 import budget
 from baremetal_allocclient.v1.resources import Allocation
 
 #: Default seconds to wait: generous for a loaded conductor, yet finite.
@@ -113,23 +114,27 @@ class AllocationSource(Protocol):
         """Current state of allocations known to have settled."""
 
 
-@dataclasses.dataclass
 class _Waiter:
     """Deadline and schedule bookkeeping shared by both waits."""
 
-    timeout: float | None
-    clock: Clock
-    sleep: Sleep
-    schedule: Iterator[float]
-    on_progress: ProgressCallback | None
-    polls: int = 0
+    def __init__(
+        self,
+        deadline: budget.Deadline,
+        sleep: Sleep,
+        schedule: Iterable[float] | None,
+        on_progress: ProgressCallback | None,
+    ) -> None:
+        self.deadline = deadline
+        self.sleep = sleep
+        self.schedule = iter(schedule) if schedule is not None else (
+            poll_schedule()
+        )
+        self.on_progress = on_progress
+        self.polls = 0
 
-    def __post_init__(self) -> None:
-        if self.timeout is not None and self.timeout < 0:
-            raise exceptions.InvalidArgument(
-                f"timeout must not be negative, got {self.timeout!r}"
-            )
-        self.start = self.clock()
+    @property
+    def timeout(self) -> float:
+        return self.deadline.seconds or 0.0
 
     def report(self, latest: Sequence[Allocation]) -> None:
         if self.on_progress is None:
@@ -137,7 +142,7 @@ class _Waiter:
         pending = sum(1 for item in latest if not is_settled(item))
         self.on_progress(
             Progress(
-                elapsed=self.clock() - self.start,
+                elapsed=self.deadline.elapsed(),
                 polls=self.polls,
                 pending=pending,
                 finished=len(latest) - pending,
@@ -146,16 +151,20 @@ class _Waiter:
         )
 
     def pause(self) -> bool:
-        """Sleep until the next poll; False once the deadline passed."""
-        now = self.clock()
-        if self.timeout is None:
-            self.sleep(next(self.schedule))
-            return True
-        remaining = self.start + self.timeout - now
-        if remaining <= 0:
+        """Sleep until the next poll; False once no poll fits any more."""
+        delay = self.deadline.next_pause(next(self.schedule))
+        if delay is None:
             return False
-        self.sleep(min(next(self.schedule), remaining))
+        self.sleep(delay)
         return True
+
+
+def _deadline(
+    deadline: budget.Deadline | None, timeout: float | None, clock: Clock
+) -> budget.Deadline:
+    return deadline if deadline is not None else budget.Deadline(
+        timeout, clock=clock
+    )
 
 
 def wait_for_allocation(
@@ -167,34 +176,33 @@ def wait_for_allocation(
     clock: Clock,
     sleep: Sleep,
     schedule: Iterable[float] | None = None,
+    deadline: budget.Deadline | None = None,
 ) -> Allocation:
     """Poll one allocation until it settles.
 
     Args:
-        get: fetches the allocation's current state.
+        get: fetches the allocation's current state (bounded by the same
+            deadline: DeadlineExceeded ends the wait as a timeout).
         initial: the allocation as already known (e.g. just created); when
             it is still allocating the first poll waits one schedule step,
             when absent the first poll happens at once.
         timeout: seconds to wait; ``None`` waits forever.
+        deadline: the budget to use instead of ``timeout`` (one shared by
+            the create and the wait).
 
     Returns the ``active`` allocation.
 
     Raises:
         AllocationFailed: it ended in ``error``.
-        WaitTimeout: it was still allocating when the timeout expired; one
-            last poll happens at the deadline.
+        WaitTimeout: it was still allocating when the time was up; one
+            last poll happens just before the deadline.
     """
     waiter = _Waiter(
-        timeout,
-        clock,
-        sleep,
-        iter(schedule) if schedule is not None else poll_schedule(),
-        on_progress,
+        _deadline(deadline, timeout, clock), sleep, schedule, on_progress
     )
     current = initial
     if current is None or current.state is None:
-        current = get()
-        waiter.polls += 1
+        current = _poll(get, waiter, current)
     while True:
         if current.state == ACTIVE:
             return current
@@ -203,10 +211,36 @@ def wait_for_allocation(
         waiter.report([current])
         if not waiter.pause():
             raise exceptions.WaitTimeout(
-                [current], waiter.timeout or 0.0, results=[current]
+                [current], waiter.timeout, results=[current]
             )
-        current = get()
-        waiter.polls += 1
+        current = _poll(get, waiter, current)
+
+
+def _poll(
+    get: Callable[[], Allocation],
+    waiter: _Waiter,
+    current: Allocation | None,
+) -> Allocation:
+    """One GET; a request cut off by the deadline is a WaitTimeout."""
+    waiter.polls += 1
+    try:
+        return get()
+    except exceptions.DeadlineExceeded as exc:
+        known = [current] if current is not None else []
+        raise exceptions.WaitTimeout(
+            known, waiter.timeout, results=known
+        ) from exc
+
+
+def _poll_round(
+    source: AllocationSource, waiting: Sequence[Allocation]
+) -> list[Allocation]:
+    """The fresh state of whatever settled among ``waiting``."""
+    if len(waiting) == 1:
+        return [source.get(str(waiting[0].uuid))]
+    still = source.allocating_uuids(_common_resource_class(waiting))
+    settled = [item for item in waiting if item.uuid not in still]
+    return source.fetch_settled(settled) if settled else []
 
 
 def _common_resource_class(pending: Iterable[Allocation]) -> str | None:
@@ -226,6 +260,7 @@ def wait_for_allocations(
     clock: Clock,
     sleep: Sleep,
     schedule: Iterable[float] | None = None,
+    deadline: budget.Deadline | None = None,
 ) -> list[Allocation]:
     """Wait until every allocation settles; one list request per round.
 
@@ -250,11 +285,7 @@ def wait_for_allocations(
             order.append(item.uuid)
         latest[item.uuid] = item
     waiter = _Waiter(
-        timeout,
-        clock,
-        sleep,
-        iter(schedule) if schedule is not None else poll_schedule(),
-        on_progress,
+        _deadline(deadline, timeout, clock), sleep, schedule, on_progress
     )
 
     def pending() -> list[Allocation]:
@@ -265,23 +296,18 @@ def wait_for_allocations(
         if not waiting:
             break
         waiter.report([latest[u] for u in order])
+        timed_out = exceptions.WaitTimeout(
+            waiting, waiter.timeout, results=[latest[u] for u in order]
+        )
         if not waiter.pause():
-            raise exceptions.WaitTimeout(
-                waiting,
-                waiter.timeout or 0.0,
-                results=[latest[u] for u in order],
-            )
+            raise timed_out
         waiter.polls += 1
-        if len(waiting) == 1:
-            fresh = source.get(str(waiting[0].uuid))
-            latest[str(fresh.uuid)] = fresh
-            continue
-        still = source.allocating_uuids(_common_resource_class(waiting))
-        settled = [item for item in waiting if item.uuid not in still]
-        if settled:
-            for fresh in source.fetch_settled(settled):
+        try:
+            for fresh in _poll_round(source, waiting):
                 if fresh.uuid in latest:
-                    latest[fresh.uuid] = fresh
+                    latest[str(fresh.uuid)] = fresh
+        except exceptions.DeadlineExceeded as exc:
+            raise timed_out from exc
 
     results = [latest[u] for u in order]
     if raise_on_error:

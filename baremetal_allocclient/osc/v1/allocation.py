@@ -21,19 +21,23 @@ from __future__ import annotations
 import argparse
 import itertools
 import logging
-import sys
 from collections.abc import Iterable, Iterator, Sequence
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from cliff import command, lister, show
 
 from baremetal_allocclient.osc.v1 import parsing
+from baremetal_allocclient.osc.v1.constraint_options import (
+    add_constraint_options,
+    constraints_from_args,
+)
 
 if TYPE_CHECKING:
-    from types import ModuleType
-
     from baremetal_allocclient import exceptions
+    from baremetal_allocclient.osc import progress as progress_module
     from baremetal_allocclient.v1 import Allocation, Client
+    from baremetal_allocclient.v1 import reservation as reservation_module
 
 LOG = logging.getLogger(__name__)
 
@@ -110,9 +114,11 @@ class CreateAllocation(show.ShowOne, _Provenance):
             "--trait",
             dest="traits",
             action="append",
+            type=parsing.trait,
             default=[],
             metavar="<trait>",
-            help="Trait the node must have. Repeat for several.",
+            help="Trait the node must have: a standard trait (os-traits) "
+            "or CUSTOM_<NAME> in capitals. Repeat for several.",
         )
         parser.add_argument(
             "--candidate-node",
@@ -130,7 +136,11 @@ class CreateAllocation(show.ShowOne, _Provenance):
             help="Unique name of the allocation.",
         )
         parser.add_argument(
-            "--uuid", metavar="<uuid>", help="UUID of the allocation."
+            "--uuid",
+            metavar="<uuid>",
+            help="UUID of the allocation (default: chosen by the client, "
+            "so that a create retried after a lost answer cannot make a "
+            "second allocation).",
         )
         parser.add_argument(
             "--owner",
@@ -154,10 +164,11 @@ class CreateAllocation(show.ShowOne, _Provenance):
         parser.add_argument(
             "--count",
             type=parsing.allocation_count,
-            default=1,
+            default=None,
             metavar="<n>",
             help="Create this many allocations with the same request "
-            "(default 1, at most 1000). Output then lists all of them.",
+            "(at most 1000). With --count the output is always a list "
+            "(also for --count 1); without it, one record.",
         )
         parser.add_argument(
             "--wait",
@@ -169,135 +180,85 @@ class CreateAllocation(show.ShowOne, _Provenance):
             metavar="<timeout>",
             help="Wait until the allocation(s) leave the 'allocating' "
             "state; fail (exit code 1) if any ends in 'error'. Optional "
-            "timeout in seconds; 0 (the default) waits without a limit.",
+            "time limit in seconds for the whole command, every request "
+            "included; 0 (the default) waits without a limit.",
         )
         parser.add_argument(
             "--delete-on-failure",
             action="store_true",
-            help="With --wait: if any allocation fails or the wait times "
-            "out, delete every allocation this command created.",
+            help="With --wait: if any allocation fails, the time limit "
+            "passes, or the command is interrupted (SIGINT, SIGTERM), "
+            "delete every allocation this command created. Without it, "
+            "those are reported (and printed unless interrupted).",
         )
+        add_constraint_options(parser)
         return parser
 
     def take_action(
         self, parsed_args: argparse.Namespace
     ) -> tuple[Sequence[str], Any]:
+        waits = parsed_args.wait_timeout is not None
         problem = parsing.create_arguments_problem(
             resource_class=parsed_args.resource_class,
             node=parsed_args.node,
-            count=parsed_args.count,
+            count=parsed_args.count or 1,
             name=parsed_args.name,
             uuid=parsed_args.uuid,
             output_format=getattr(parsed_args, "formatter", None),
+            wait=parsed_args.wait_timeout,
+            delete_on_failure=parsed_args.delete_on_failure,
+            listed=parsed_args.count is not None,
         )
         if problem:
             self._parser.error(problem)
-        from baremetal_allocclient import exceptions
-        from baremetal_allocclient.v1 import waiting
-
-        client = _client(self)
-        created: list[Allocation] = []
-        # One waited-on allocation: let the server answer once it settled
-        # (one request).  Several are created first and waited on together.
-        prefer_wait = None
-        if parsed_args.wait_timeout is not None and parsed_args.count == 1:
-            prefer_wait = waiting.prefer_wait_for(
-                parsed_args.wait_timeout or None
-            )
-        try:
-            for _ in range(parsed_args.count):
-                created.append(
-                    client.create_allocation(
-                        parsed_args.resource_class,
-                        traits=parsed_args.traits,
-                        candidate_nodes=parsed_args.candidate_nodes,
-                        name=parsed_args.name,
-                        uuid=parsed_args.uuid,
-                        extra=parsing.merge_key_values(parsed_args.extra)
-                        or None,
-                        node=parsed_args.node,
-                        owner=parsed_args.owner,
-                        prefer_wait=prefer_wait,
-                    )
-                )
-            if parsed_args.wait_timeout is not None:
-                created = self._wait(client, created, parsed_args)
-        except (
-            exceptions.ClientError, CommandFailed, KeyboardInterrupt
-        ) as exc:
-            cleaned = bool(parsed_args.delete_on_failure and created)
-            if cleaned:
-                self._delete_created(client, created)
-            if isinstance(exc, KeyboardInterrupt):
-                raise
-            if created and not cleaned and not isinstance(exc, CommandFailed):
-                # Say what is left behind, so the user can release it.
-                raise CommandFailed(
-                    f"{exc}; created so far: "
-                    + ", ".join(a.ident for a in created)
-                ) from exc
-            raise
-
-        self._many = parsed_args.count > 1
-        columns = _columns()
-        fmt = parsed_args.formatter
-        if self._many:
-            return columns.ALL, [
-                columns.row(a, columns.ALL, fmt) for a in created
-            ]
-        return columns.ALL, columns.row(created[0], columns.ALL, fmt)
-
-    def _wait(
-        self,
-        client: Client,
-        created: list[Allocation],
-        parsed_args: argparse.Namespace,
-    ) -> list[Allocation]:
-        from baremetal_allocclient import exceptions
         from baremetal_allocclient.osc import progress
+        from baremetal_allocclient.v1 import interrupts, reservation
 
-        timeout = parsed_args.wait_timeout or None
-        reporter = progress.for_stream(sys.stderr)
+        # One budget from the first request to the last (0: no limit).
+        client = _client(self)
+        deadline = client.deadline(parsed_args.wait_timeout or None)
+        count = parsed_args.count or 1
+        reporter = progress.for_stream(self.app.stderr) if waits else None
+        run = reservation.Reservation(
+            client, _request(self._parser, parsed_args), deadline, reporter
+        )
+        self._many = parsed_args.count is not None
+        with interrupts.sigterm_raises():
+            try:
+                self._create_and_wait(run, count, waits, reporter)
+            except (KeyboardInterrupt, exceptions_module().Terminated) as exc:
+                self._after_interrupt(run, parsed_args, exc)
+            except (exceptions_module().ClientError, CommandFailed) as exc:
+                self._after_failure(run, parsed_args, exc)
+        return self._output(run.made(), parsed_args)
+
+    @staticmethod
+    def _create_and_wait(
+        run: reservation_module.Reservation,
+        count: int,
+        waits: bool,
+        reporter: progress_module.TtyProgress | None,
+    ) -> None:
+        if reporter is not None:
+            reporter.start(count)
         try:
-            if len(created) == 1:
-                return [
-                    client.wait_for_allocation(
-                        created[0], timeout=timeout, on_progress=reporter
-                    )
-                ]
-            return list(
-                client.wait_for_allocations(
-                    created, timeout=timeout, on_progress=reporter
-                )
-            )
-        except exceptions.AllocationFailed as exc:
-            final = exc.results or (exc.allocation,)
-            raise CommandFailed(_failure_report(final, exc)) from exc
-        except exceptions.WaitTimeout as exc:
-            raise CommandFailed(str(exc)) from exc
+            run.create(count, hold=waits)
+            if waits:
+                run.wait()
         finally:
             if reporter is not None:
                 reporter.close()
 
-    def _delete_created(
-        self, client: Client, created: Sequence[Allocation]
-    ) -> None:
-        from baremetal_allocclient import exceptions
-
-        for allocation in created:
-            try:
-                client.delete_allocation(
-                    allocation.ident, ignore_missing=True
-                )
-            except exceptions.ClientError as exc:
-                self.app.stderr.write(
-                    f"Could not delete allocation {allocation.ident}: "
-                    f"{exc}\n"
-                )
-            else:
-                self.app.stderr.write(
-                    f"Deleted allocation {allocation.ident}\n"
-                )
+    def _output(
+        self, made: Sequence[Allocation], parsed_args: argparse.Namespace
+    ) -> tuple[Sequence[str], Any]:
+        """Records of ``made``: a list with --count, else one record."""
+        columns = _columns()
+        fmt = parsed_args.formatter
+        if self._many:
+            return columns.ALL, [columns.row(a, columns.ALL, fmt)
+                                 for a in made]
+        return columns.ALL, columns.row(made[0], columns.ALL, fmt)
 
     def produce_output(
         self,
@@ -305,7 +266,7 @@ class CreateAllocation(show.ShowOne, _Provenance):
         column_names: Sequence[str],
         data: Any,
     ) -> int:
-        """One allocation as a record; several (``--count``) as a list."""
+        """One record, or a list of records with ``--count``."""
         if not getattr(self, "_many", False):
             result: int = super().produce_output(
                 parsed_args, column_names, data
@@ -321,6 +282,110 @@ class CreateAllocation(show.ShowOne, _Provenance):
         formatter: Any = self.formatter
         formatter.emit_list(names, rows, self.app.stdout, parsed_args)
         return 0
+
+    def _delete_hint(self, uuids: Sequence[str]) -> str:
+        """``openstack baremetal allocation delete U...`` for this app."""
+        name = getattr(self, "cmd_name", None) or "create"
+        words = [getattr(self.app, "NAME", "baremetal-alloc")]
+        words += [*name.split()[:-1], "delete", *uuids]
+        return " ".join(words)
+
+    def _release(
+        self, run: reservation_module.Reservation, *, interrupted: bool
+    ) -> list[str]:
+        """Delete what the run made; return the UUIDs still left."""
+        report = run.release(interrupted=interrupted)
+        for uuid in report.deleted:
+            self.app.stderr.write(f"Deleted allocation {uuid}\n")
+        for uuid, reason in report.failed:
+            self.app.stderr.write(
+                f"Could not delete allocation {uuid}: {reason}\n"
+            )
+        return [uuid for uuid, _ in report.failed]
+
+    def _left_line(self, uuids: Sequence[str], why: str) -> str:
+        """``Interrupted; allocations left: U (release with: ...)``."""
+        return (
+            f"{why}; allocations left: {' '.join(uuids)} (release "
+            f"with: {self._delete_hint(uuids)})"
+        )
+
+    def _after_interrupt(
+        self,
+        run: reservation_module.Reservation,
+        parsed_args: argparse.Namespace,
+        exc: BaseException,
+    ) -> None:
+        """Ctrl-C or SIGTERM: delete (--delete-on-failure) or report the
+        UUIDs, then exit 130 or 143."""
+        from baremetal_allocclient.v1 import interrupts
+
+        if parsed_args.delete_on_failure:
+            left = self._release(run, interrupted=True)
+        else:
+            left = list(run.attempted)
+        if left:
+            self.app.stderr.write(self._left_line(left, "Interrupted") + "\n")
+        raise SystemExit(interrupts.exit_status(exc)) from None
+
+    def _after_failure(
+        self,
+        run: reservation_module.Reservation,
+        parsed_args: argparse.Namespace,
+        exc: Exception,
+    ) -> None:
+        """Print what exists (records on stdout), say what failed."""
+        message = _failure_message(exc)
+        unconfirmed = run.unconfirmed()
+        if parsed_args.delete_on_failure:
+            left = self._release(run, interrupted=False)
+            made = [a for a in run.made() if a.uuid in left]
+        else:
+            left = list(run.attempted)
+            made = run.made()
+        if made and (self._many or len(made) == 1):
+            columns, data = self._output(made, parsed_args)
+            self.produce_output(parsed_args, columns, data)
+        for uuid in unconfirmed:
+            if uuid in left:
+                message += (f"\nAllocation {uuid} may exist: its create got "
+                            "no answer in time")
+        if left:
+            message += "\n" + self._left_line(left, "Failed")
+        raise CommandFailed(message) from exc
+
+def _failure_message(exc: Exception) -> str:
+    """One line per failed allocation, or the error's own message."""
+    from baremetal_allocclient import exceptions
+
+    if isinstance(exc, exceptions.AllocationFailed):
+        return _failure_report(exc.results or (exc.allocation,), exc)
+    return str(exc)
+
+
+def _request(
+    parser: argparse.ArgumentParser, parsed_args: argparse.Namespace
+) -> reservation_module.Request:
+    from baremetal_allocclient.v1 import reservation
+
+    return reservation.Request(
+        resource_class=parsed_args.resource_class,
+        traits=tuple(parsed_args.traits),
+        candidate_nodes=tuple(parsed_args.candidate_nodes),
+        name=parsed_args.name,
+        uuid=parsed_args.uuid,
+        extra=parsing.merge_key_values(parsed_args.extra) or None,
+        node=parsed_args.node,
+        owner=parsed_args.owner,
+        constraints=constraints_from_args(parser, parsed_args) or None,
+    )
+
+
+def exceptions_module() -> ModuleType:
+    """The SDK's exceptions, imported when a command runs."""
+    from baremetal_allocclient import exceptions
+
+    return exceptions
 
 
 def _failure_report(
@@ -346,6 +411,7 @@ class ListAllocations(lister.Lister, _Provenance):
         parser.add_argument(
             "--state",
             metavar="<state>",
+            type=parsing.allocation_state,
             help="Only allocations in this state (allocating, active, "
             "error).",
         )
@@ -380,10 +446,13 @@ class ListAllocations(lister.Lister, _Provenance):
         parser.add_argument(
             "--sort",
             type=parsing.SortType(columns.SORTABLE),
-            metavar="<key>[:<direction>]",
-            help="Sort on the server by this field, asc (default) or desc: "
+            metavar="<key>[:<direction>][,<key>[:<direction>]...]",
+            help="Sort by these fields, each asc (default) or desc, as in "
+            "python-ironicclient: "
             + ", ".join(columns.SORTABLE)
-            + ".",
+            + ". One key is sorted by the server (page by page); with "
+            "several, the server sorts by the first and the fetched "
+            "result is sorted by all of them.",
         )
         parser.add_argument(
             "--page-size",
@@ -409,8 +478,9 @@ class ListAllocations(lister.Lister, _Provenance):
             names: Sequence[str] = columns.ALL
         else:
             names = fields or columns.DEFAULT_LIST
-        sort_key, sort_dir = parsed_args.sort or (None, None)
-        found = _client(self).list_allocations(
+        sort_keys = parsed_args.sort or [(None, None)]
+        sort_key, sort_dir = sort_keys[0]
+        found: Iterable[Allocation] = _client(self).list_allocations(
             state=parsed_args.state,
             resource_class=parsed_args.resource_class,
             node=parsed_args.node,
@@ -422,6 +492,8 @@ class ListAllocations(lister.Lister, _Provenance):
             sort_dir=sort_dir,
             page_size=parsed_args.page_size,
         )
+        if len(sort_keys) > 1:
+            found = columns.sort_allocations(found, sort_keys)
         return names, _rows_checked_early(found, names, parsed_args.formatter)
 
 
@@ -496,14 +568,17 @@ class DeleteAllocation(_Provenance):
         failures: list[str] = []
         for ident in parsed_args.allocations:
             try:
-                client.delete_allocation(
+                deleted = client.delete_allocation(
                     ident, ignore_missing=parsed_args.ignore_missing
                 )
             except exceptions.ClientError as exc:
                 LOG.debug("deleting %s failed", ident, exc_info=True)
                 failures.append(f"{ident}: {exc}")
             else:
-                self.app.stdout.write(f"Deleted allocation {ident}\n")
+                self.app.stdout.write(
+                    f"Deleted allocation {ident}\n" if deleted else
+                    f"Allocation {ident} not found; nothing to delete\n"
+                )
         if failures:
             total = len(parsed_args.allocations)
             raise CommandFailed(

@@ -9,7 +9,8 @@ returns. Only the presentation choices live here: which columns a plain
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from cliff import columns as cliff_columns
@@ -73,6 +74,32 @@ def display_value(value: Any, *, blank_none: bool = False) -> Any:
     if isinstance(value, Sequence) and not isinstance(value, str | bytes):
         return ListColumn(list(value))
     return value
+
+
+def sort_allocations(
+    allocations: Iterable[Allocation],
+    keys: Sequence[tuple[str, str | None]],
+) -> list[Allocation]:
+    """Sort by several ``(field, asc|desc|None)`` keys, the first primary.
+
+    Stable sorts from the last key to the first, as osc-lib's
+    ``sort_items`` (python-ironicclient's ``--sort``); missing values sort
+    first in ascending order.
+    """
+    items = list(allocations)
+    for name, direction in reversed(keys):
+        items.sort(
+            key=functools.partial(_sort_value, _ATTRIBUTES[name]),
+            reverse=direction == "desc",
+        )
+    return items
+
+
+def _sort_value(attribute: str, allocation: Allocation) -> tuple[bool, Any]:
+    value = getattr(allocation, attribute)
+    if isinstance(value, datetime.datetime):
+        value = value.isoformat()
+    return (value is not None, "" if value is None else value)
 
 
 def row(

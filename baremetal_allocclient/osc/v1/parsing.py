@@ -9,9 +9,21 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from collections.abc import Iterable, Sequence
 
 _SORT_DIRECTIONS = ("asc", "desc")
+#: Allocation states (the SDK's resources.ALLOCATION_STATES; repeated here
+#: because OpenStackClient imports this module on every run).
+ALLOCATION_STATES = ("allocating", "active", "error")
+#: What a trait looks like: a standard trait from os-traits (capitals,
+#: digits and underscores) or CUSTOM_ followed by the same.
+_TRAIT_RE = re.compile(r"^[A-Z][A-Z0-9_]{0,254}$")
+TRAIT_RULE = (
+    "a trait is a standard trait from os-traits (e.g. HW_CPU_X86_AVX2) or "
+    "a custom one: CUSTOM_ followed by capital letters, digits and "
+    "underscores (e.g. CUSTOM_GPU)"
+)
 
 
 def key_value(text: str) -> tuple[str, str]:
@@ -28,6 +40,25 @@ def non_empty(text: str) -> str:
     """Reject empty identifiers and names (they would address nothing)."""
     if not text.strip():
         raise argparse.ArgumentTypeError("must not be empty")
+    return text
+
+
+def trait(text: str) -> str:
+    """``--trait``: upper case, as Ironic and os-traits spell traits."""
+    if not _TRAIT_RE.match(text) or text == "CUSTOM_":
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not valid: {TRAIT_RULE}"
+        )
+    return text
+
+
+def allocation_state(text: str) -> str:
+    """``list --state``: one of the allocation states."""
+    if text not in ALLOCATION_STATES:
+        raise argparse.ArgumentTypeError(
+            f"invalid state {text!r}; choose from "
+            + ", ".join(ALLOCATION_STATES)
+        )
     return text
 
 
@@ -87,12 +118,25 @@ def _int(text: str) -> int:
 
 
 class SortType:
-    """``--sort key[:asc|desc]`` restricted to the sortable columns."""
+    """``--sort key[:asc|desc][,key[:asc|desc]]...`` over sortable columns.
+
+    As in python-ironicclient, several keys may be given, comma
+    separated; the first one is the primary order.
+    """
 
     def __init__(self, sortable: Sequence[str]) -> None:
         self.sortable = tuple(sortable)
 
-    def __call__(self, text: str) -> tuple[str, str | None]:
+    def __call__(self, text: str) -> list[tuple[str, str | None]]:
+        keys = [self._one(part) for part in text.split(",")]
+        names = [key for key, _ in keys]
+        if len(set(names)) != len(names):
+            raise argparse.ArgumentTypeError(
+                f"each sort key may appear once, got {text!r}"
+            )
+        return keys
+
+    def _one(self, text: str) -> tuple[str, str | None]:
         key, _, direction = text.partition(":")
         key = key.strip()
         if key not in self.sortable:
@@ -155,17 +199,23 @@ def create_arguments_problem(
     name: str | None,
     uuid: str | None,
     output_format: str | None,
+    wait: float | None = None,
+    delete_on_failure: bool = False,
+    listed: bool = False,
 ) -> str | None:
     """Return why a ``create`` command line is inconsistent, or None."""
     if not resource_class and not node:
         return "--resource-class is required unless --node is given"
+    if delete_on_failure and wait is None:
+        return "--delete-on-failure needs --wait (there is nothing to " \
+               "fail without waiting)"
     if count > 1:
         for flag, value in (("--node", node), ("--uuid", uuid),
                             ("--name", name)):
             if value:
                 return f"{flag} names one allocation; it cannot be " \
                        "combined with --count greater than 1"
-        if output_format == "shell":
-            return "-f shell describes one allocation; use another " \
-                   "format with --count greater than 1"
+    if (count > 1 or listed) and output_format == "shell":
+        return "-f shell describes one allocation; with --count (a " \
+               "list of allocations) use another format"
     return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid as uuidlib
 from typing import Any
 
@@ -12,6 +13,7 @@ from sqlalchemy.orm import Session
 from werkzeug.wrappers import Response
 
 from baremetal_allocclient.server.api import (
+    extensions,
     listing,
     policy,
     prefer,
@@ -21,6 +23,7 @@ from baremetal_allocclient.server.api import (
 )
 from baremetal_allocclient.server.api.context import (
     Context,
+    allocation_to_release,
     empty_response,
     find_allocation,
     find_node,
@@ -35,8 +38,12 @@ from baremetal_allocclient.server.api.errors import (
     not_acceptable,
     not_found,
 )
-from baremetal_allocclient.server.backends.base import Settled
+from baremetal_allocclient.server.backends.base import Job
 from baremetal_allocclient.server.db import queries
+from baremetal_allocclient.server.db.engine import (
+    is_unavailable,
+    short_reason,
+)
 from baremetal_allocclient.server.db.models import (
     Allocation,
     Node,
@@ -46,6 +53,7 @@ from baremetal_allocclient.server.db.models import (
 from baremetal_allocclient.server.logic import node_states as ns
 from baremetal_allocclient.server.logic import release
 
+LOG = logging.getLogger(__name__)
 _NOT_ALLOWED = "The API version does not allow allocations"
 _STATES = ("allocating", "active", "error")
 
@@ -155,7 +163,8 @@ def _validated_create_body(ctx: Context) -> dict[str, Any]:
         ctx.minor < versions.ALLOCATION_OWNER
     ):
         raise not_acceptable()
-    schemas.validate(body, schemas.allocation_create(ctx.version))
+    schemas.validate(body, schemas.allocation_create(
+        ctx.version, extended=extensions.constraints_requested(ctx)))
     assert isinstance(body, dict)
     owner = policy.create_owner(policy.principal(ctx), body.get("owner"))
     if owner is not None:
@@ -168,16 +177,18 @@ def _validated_create_body(ctx: Context) -> dict[str, Any]:
     uuid = body.get("uuid")
     if uuid is not None and not schemas.is_uuid(uuid):
         raise bad_request(f"Expected UUID for uuid: {uuid}")
+    if uuid is not None:
+        body["uuid"] = schemas.canonical_uuid(uuid)
     return body
 
 
-def _resolve_candidates(
+def resolve_candidates(
     ctx: Context, session: Session, idents: list[str]
 ) -> list[str]:
     who = policy.principal(ctx)
     found: list[str] = []
     missing: list[str] = []
-    for ident in idents:
+    for ident in map(schemas.canonical_uuid, idents):
         node = queries.node_by_ident(
             session, ident, by_uuid=schemas.is_uuid_like(ident), lock=False
         )
@@ -228,7 +239,10 @@ def create_allocation(ctx: Context) -> Response:
     _gate(ctx, 405)
     body = _validated_create_body(ctx)
     if body.get("node"):
+        if body.get("constraints"):
+            raise bad_request("Constraints do not apply to a backfill")
         return _backfill(ctx, body)
+    wanted = extensions.parse_constraints(body)
     if not body.get("resource_class"):
         raise bad_request(
             "The resource_class field is mandatory when not backfilling"
@@ -245,18 +259,20 @@ def create_allocation(ctx: Context) -> Response:
     stored = False
     try:
         with ctx.services.db.write() as session:
-            candidates = _resolve_candidates(
+            candidates = resolve_candidates(
                 ctx, session, list(body.get("candidate_nodes") or [])
             )
             # A duplicate name is left to the unique index: checking
             # first would cost every creation a query.
             _check_unique(session, given_uuid, None)
             holder = given_uuid and session.scalar(
-                select(Node.uuid).where(Node.instance_uuid == given_uuid)
+                select(Node.id).where(Node.instance_uuid == given_uuid)
             )
             if holder:
+                # The node may belong to a project the caller cannot see:
+                # say what is wrong with the request, name nothing else.
                 raise conflict(
-                    f"Node {holder} is associated with instance {uuid}."
+                    f"UUID {uuid} is already in use as an instance UUID."
                 )
             allocation = Allocation(
                 uuid=uuid,
@@ -267,6 +283,7 @@ def create_allocation(ctx: Context) -> Response:
                 candidate_nodes=candidates,
                 extra=body.get("extra") or {},
                 owner=body.get("owner"),
+                constraints=wanted.to_wire() if wanted else None,
                 conductor_affinity=workers.affinity,
                 created_at=utcnow(),
             )
@@ -281,96 +298,85 @@ def create_allocation(ctx: Context) -> Response:
     wait = prefer.requested_wait(
         ctx.request.headers.getlist("Prefer"), ctx.services.max_prefer_wait
     )
-    if not wait:
-        workers.submit(allocation.id, job)
+    permits = ctx.services.waiting
+    if not wait or not permits.try_acquire():
+        workers.submit(allocation.id, allocation.uuid, job)
         # Rendered outside the write transaction, which is kept short; a
         # new allocation has no node, so the view needs no query.
         return _created(ctx, views.allocation_view(
             allocation, None, ctx.base_url, ctx.minor, None
         ))
-    settled = workers.settle(allocation.id, job, wait)
-    response = _created(ctx, _settled_view(ctx, allocation, settled))
+    try:
+        response = _created(ctx, _settled_view(ctx, allocation, job, wait))
+    finally:
+        permits.release()
     response.headers["Preference-Applied"] = f"wait={int(wait)}"
     return response
 
 
 def _settled_view(
-    ctx: Context, allocation: Allocation, settled: Settled | None
+    ctx: Context, allocation: Allocation, job: Job, wait: float
 ) -> dict[str, Any]:
-    """The allocation as its worker left it.  The worker's report saves
-    reading the row back; without one (not settled within the wait, or
-    the backend could not say) the row is read."""
-    if settled is not None:
-        allocation.state = settled.state
-        allocation.last_error = settled.last_error
-        allocation.updated_at = settled.updated_at
+    """The committed allocation after waiting up to ``wait`` seconds for
+    it to settle.
+
+    The worker's report saves reading the row back; without one (not
+    settled within the wait, or the backend could not say) the row is
+    read.  The row is committed, so nothing here may turn into an error
+    that invites a retry (a retried create is a second allocation): if
+    the wait or the read fails, the answer is the allocation as stored.
+    """
+    try:
+        settled = ctx.services.workers.settle(allocation.id, job, wait)
+        if settled is not None:
+            allocation.state = settled.state
+            allocation.last_error = settled.last_error
+            allocation.updated_at = settled.updated_at
+            return views.allocation_view(
+                allocation, settled.node_uuid, ctx.base_url, ctx.minor,
+                None,
+            )
+        with ctx.services.db.read() as session:
+            current = session.get(Allocation, allocation.id)
+            if current is None:  # deleted meanwhile: answer what was made
+                current = allocation
+            return _render(ctx, session, current)
+    except Exception as exc:
+        if is_unavailable(exc):
+            LOG.warning("Allocation %s is stored; answering it as stored, "
+                        "the database became unavailable: %s",
+                        allocation.uuid, short_reason(exc))
+        else:
+            LOG.exception("Allocation %s is stored; answering it as "
+                          "stored after an unexpected error",
+                          allocation.uuid)
         return views.allocation_view(
-            allocation, settled.node_uuid, ctx.base_url, ctx.minor, None
+            allocation, None, ctx.base_url, ctx.minor, None
         )
-    with ctx.services.db.read() as session:
-        current = session.get(Allocation, allocation.id)
-        if current is None:  # deleted meanwhile: answer what was made
-            current = allocation
-        return _render(ctx, session, current)
 
 
 def _backfill(ctx: Context, body: dict[str, Any]) -> Response:
     """Create an ``active`` allocation for an already deployed node.
 
-    Unlike Ironic, a mismatch is a 400/409 and nothing is stored.
+    Unlike Ironic, a mismatch is a 400/409 and nothing is stored.  The
+    node is locked first (the one lock order) and given to the new
+    allocation with the same compare-and-set as a worker's reservation,
+    so two backfills of one node never both succeed.
     """
     with ctx.services.db.write() as session:
-        node = node_as_filter_argument(ctx, session, str(body["node"]))
+        named = node_as_filter_argument(ctx, session, str(body["node"]))
+        node = queries.node_by_ident(session, named.uuid, by_uuid=True)
+        if node is None:  # deleted since it was looked up
+            raise bad_request(f"Node {named.uuid} could not be found.")
         uuid = body.get("uuid") or node.instance_uuid or str(uuidlib.uuid4())
         name = body.get("name")
         rc = body.get("resource_class") or node.resource_class
         traits = list(dict.fromkeys(body.get("traits") or []))
-        candidates = _resolve_candidates(
+        candidates = resolve_candidates(
             ctx, session, list(body.get("candidate_nodes") or [])
         )
-        node_traits = set(
-            session.scalars(
-                select(NodeTrait.trait).where(NodeTrait.node_id == node.id)
-            )
-        )
-        errors = []
-        if rc != node.resource_class:
-            errors.append(
-                f"Resource class {node.resource_class} does not match the "
-                f"requested resource class {rc}"
-            )
-        if not set(traits) <= node_traits:
-            errors.append(
-                f"List of traits {sorted(node_traits)} does not match the "
-                f"requested traits {traits}"
-            )
-        if candidates and node.uuid not in candidates:
-            errors.append(
-                f"Candidate nodes must be empty or contain the target "
-                f"node, but got {candidates}"
-            )
-        if node.provision_state != ns.ACTIVE:
-            errors.append(
-                f'Node must be in the "active" state, but the current '
-                f'state is "{node.provision_state}"'
-            )
-        if errors:
-            status = 400 if len(errors) > 1 or (
-                node.provision_state == ns.ACTIVE
-            ) else 409
-            raise ApiError(
-                status,
-                f"Cannot backfill an allocation for node {node.uuid}: "
-                f"{'; '.join(errors)}",
-            )
+        _check_backfill(session, node, rc, traits, candidates)
         _check_unique(session, uuid, name)
-        if node.allocation_id is not None or (
-            node.instance_uuid not in (None, uuid)
-        ):
-            raise conflict(
-                f"Node {node.uuid} is associated with instance "
-                f"{node.instance_uuid}."
-            )
         now = utcnow()
         allocation = Allocation(
             uuid=uuid,
@@ -386,15 +392,58 @@ def _backfill(ctx: Context, body: dict[str, Any]) -> Response:
             created_at=now,
             updated_at=now,
         )
-        session.add(allocation)
-        session.flush()
-        node.allocation_id = allocation.id
-        node.instance_uuid = uuid
-        node.instance_info = {**(node.instance_info or {}), "traits": traits}
-        node.updated_at = now
-        session.flush()
-        result = _render(ctx, session, allocation)
+        queries.insert_allocation(session, allocation)
+        if not queries.backfill(session, allocation, node.id, now):
+            raise conflict(
+                f"Node {node.uuid} is associated with instance "
+                f"{node.instance_uuid}."
+            )
+        result = views.allocation_view(
+            allocation, node.uuid, ctx.base_url, ctx.minor, None
+        )
     return _created(ctx, result)
+
+
+def _check_backfill(
+    session: Session, node: Node, rc: str | None, traits: list[str],
+    candidates: list[str],
+) -> None:
+    """400/409 when the deployed node does not match the request."""
+    node_traits = set(
+        session.scalars(
+            select(NodeTrait.trait).where(NodeTrait.node_id == node.id)
+        )
+    )
+    errors = []
+    if rc != node.resource_class:
+        errors.append(
+            f"Resource class {node.resource_class} does not match the "
+            f"requested resource class {rc}"
+        )
+    if not set(traits) <= node_traits:
+        errors.append(
+            f"List of traits {sorted(node_traits)} does not match the "
+            f"requested traits {traits}"
+        )
+    if candidates and node.uuid not in candidates:
+        errors.append(
+            f"Candidate nodes must be empty or contain the target "
+            f"node, but got {candidates}"
+        )
+    if node.provision_state != ns.ACTIVE:
+        errors.append(
+            f'Node must be in the "active" state, but the current '
+            f'state is "{node.provision_state}"'
+        )
+    if errors:
+        status = 400 if len(errors) > 1 or (
+            node.provision_state == ns.ACTIVE
+        ) else 409
+        raise ApiError(
+            status,
+            f"Cannot backfill an allocation for node {node.uuid}: "
+            f"{'; '.join(errors)}",
+        )
 
 
 def _created(ctx: Context, body: dict[str, Any]) -> Response:
@@ -466,7 +515,7 @@ def delete_allocation(ctx: Context, ident: str) -> Response:
     """DELETE /v1/allocations/{ident}: release the node, drop the row."""
     _gate(ctx, 405)
     with ctx.services.db.write() as session:
-        _delete(session, find_allocation(session, ident, ctx))
+        _delete(session, allocation_to_release(session, ident, ctx))
     return empty_response(204)
 
 
@@ -480,9 +529,7 @@ def _node_allocation(
     except ApiError as exc:
         exc.status = 400 if exc.status == 404 else exc.status
         raise
-    allocation = None
-    if node.allocation_id is not None:
-        allocation = queries.allocation_by_id(session, node.allocation_id)
+    allocation = queries.holder_of(session, node)
     if allocation is None or not policy.allocation_visible(
         policy.principal(ctx), allocation.owner
     ):

@@ -264,10 +264,13 @@ _REASONS = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden"}
 def member_may(method: str, path: str) -> bool:
     """Which routes a project member may call at all (pure).
 
-    Members read nodes (those they own or lease; the handlers hide others)
-    and use the allocation API; every other node change is admin-only.
+    Members read nodes and their ports (of nodes they own or lease; the
+    handlers hide others) and use the allocation API; every other node or
+    port change is admin-only.
     """
     parts = [p for p in path.split("/") if p]
+    if parts[:2] == ["v1", "ports"]:
+        return method in ("GET", "HEAD")
     if parts[:2] != ["v1", "nodes"]:
         return True
     if method in ("GET", "HEAD"):

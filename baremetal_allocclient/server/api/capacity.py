@@ -11,16 +11,21 @@ they own or lease.  Available from API 1.52 (allocations).
 
 from __future__ import annotations
 
+import json
+
+from sqlalchemy import ColumnElement, and_
 from werkzeug.wrappers import Response
 
-from baremetal_allocclient.server.api import policy, versions
+from baremetal_allocclient import constraints
+from baremetal_allocclient.server.api import policy, schemas, versions
 from baremetal_allocclient.server.api.context import Context, json_response
 from baremetal_allocclient.server.api.errors import ApiError, bad_request
 from baremetal_allocclient.server.backends.base import Backend
 from baremetal_allocclient.server.backends.database import DatabaseBackend
+from baremetal_allocclient.server.db import queries
 
 PATH = "/v1/allocation_capacity"
-QUERY = ("resource_class",)
+QUERY = ("resource_class", "constraints")
 
 
 def _backend(ctx: Context) -> Backend:
@@ -28,8 +33,25 @@ def _backend(ctx: Context) -> Backend:
     return backend or DatabaseBackend(ctx.services.db)
 
 
+def _constraints(text: str | None) -> ColumnElement[bool] | None:
+    """``?constraints=<JSON>``: the constraints extension's document; only
+    nodes satisfying it are counted."""
+    if text is None:
+        return None
+    try:
+        document = json.loads(text)
+    except ValueError:
+        raise bad_request("constraints must be a JSON object") from None
+    schemas.validate(document, schemas.CONSTRAINTS)
+    try:
+        wanted = constraints.from_wire(document)
+    except constraints.ConstraintError as exc:
+        raise bad_request(f"Invalid constraints: {exc}") from None
+    return queries.constraint_condition(wanted)
+
+
 def get_capacity(ctx: Context) -> Response:
-    """GET /v1/allocation_capacity[?resource_class=RC]."""
+    """GET /v1/allocation_capacity[?resource_class=RC][&constraints=]."""
     if ctx.minor < versions.ALLOCATIONS:
         raise ApiError(404, "The resource could not be found.")
     resource_class = ctx.query("resource_class")
@@ -40,7 +62,9 @@ def get_capacity(ctx: Context) -> Response:
             "resource_class must be 1 to 80 printable characters."
         )
     backend = _backend(ctx)
-    rows = backend.capacity(
-        resource_class, policy.node_filter(policy.principal(ctx))
-    )
+    visible = [c for c in (policy.node_filter(policy.principal(ctx)),
+                           _constraints(ctx.query("constraints")))
+               if c is not None]
+    rows = backend.capacity(resource_class, and_(*visible) if visible
+                            else None)
     return json_response({"backend": backend.name, "capacity": list(rows)})

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -14,6 +14,7 @@ from baremetal_allocclient.server.api import (
     policy,
     prefer,
     schemas,
+    storable,
     versions,
 )
 from baremetal_allocclient.server.api.errors import (
@@ -40,6 +41,12 @@ class Services:
     backend: Backend | None = None  # None: the database backend
     #: Ceiling of ``Prefer: wait`` on POST /v1/allocations, in seconds.
     max_prefer_wait: float = prefer.DEFAULT_MAX_WAIT
+    #: Request threads ``Prefer: wait`` may hold at once.
+    waiting: prefer.WaitPermits = field(
+        default_factory=lambda: prefer.WaitPermits(
+            prefer.waiting_capacity(prefer.DEFAULT_THREADS)
+        )
+    )
 
 
 @dataclass(frozen=True)
@@ -69,10 +76,7 @@ class Context:
         if not raw.strip():
             return None
         limits.check_json_depth(raw)
-        try:
-            return json.loads(raw)
-        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-            raise bad_request(f"Invalid JSON in request body: {exc}") from exc
+        return storable.loads(raw)
 
     def query(self, name: str) -> str | None:
         """A query parameter (last one wins), None when absent."""
@@ -96,6 +100,7 @@ def empty_response(status: int) -> Response:
 
 def find_node(ctx: Context, session: Session, ident: str) -> Node:
     """A node by UUID or (from 1.5) name; 404 when missing."""
+    ident = schemas.canonical_uuid(ident)
     if schemas.is_uuid_like(ident):
         node = queries.node_by_ident(session, ident, by_uuid=True)
     elif ctx.minor >= versions.NODE_NAME:
@@ -122,10 +127,23 @@ def find_allocation(
 
     With ``ctx``, one its principal may not see is missing too.
     """
+    ident = schemas.canonical_uuid(ident)
     allocation = queries.allocation_by_ident(
         session, ident, by_uuid=schemas.is_uuid_like(ident)
     )
-    return _visible_allocation(allocation, ident, ctx)
+    return visible_allocation(allocation, ident, ctx)
+
+
+def allocation_to_release(
+    session: Session, ident: str, ctx: Context
+) -> Allocation:
+    """Like :func:`find_allocation`, with its node locked first (the one
+    lock order), ready to be released."""
+    ident = schemas.canonical_uuid(ident)
+    allocation = queries.allocation_for_release(
+        session, ident, by_uuid=schemas.is_uuid_like(ident)
+    )
+    return visible_allocation(allocation, ident, ctx)
 
 
 def read_allocation(
@@ -133,16 +151,19 @@ def read_allocation(
 ) -> tuple[Allocation, str | None]:
     """Like :func:`find_allocation`, for answering a read: the allocation
     (not tracked by the session) and its node's UUID, in one query."""
+    ident = schemas.canonical_uuid(ident)
     found = queries.allocation_for_reading(
         session, ident, by_uuid=schemas.is_uuid_like(ident)
     )
     allocation, node_uuid = found if found is not None else (None, None)
-    return _visible_allocation(allocation, ident, ctx), node_uuid
+    return visible_allocation(allocation, ident, ctx), node_uuid
 
 
-def _visible_allocation(
+def visible_allocation(
     allocation: Allocation | None, ident: str, ctx: Context | None
 ) -> Allocation:
+    """The allocation if it exists and ``ctx``'s principal may see it;
+    404 otherwise."""
     if allocation is None or (
         ctx is not None
         and not policy.allocation_visible(
@@ -157,6 +178,7 @@ def node_as_filter_argument(
     ctx: Context, session: Session, ident: str
 ) -> Node:
     """A node named in a query or body: missing (or hidden) is a 400."""
+    ident = schemas.canonical_uuid(ident)
     node = queries.node_by_ident(
         session, ident, by_uuid=schemas.is_uuid_like(ident), lock=False
     )

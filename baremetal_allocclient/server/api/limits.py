@@ -27,6 +27,7 @@ NODE_FILTERS = (
     "retired",
 )
 ALLOCATION_FILTERS = ("node", "owner", "resource_class", "state")
+PORT_FILTERS = ("address", "node", "node_uuid")
 
 #: Accepted query parameters per (route, method); routes use werkzeug syntax
 #: as in the application's routing table.  Routes not listed take none.
@@ -37,7 +38,12 @@ QUERY_PARAMS: dict[tuple[str, str], tuple[str, ...]] = {
     ("/v1/nodes/detail", "GET"): (*NODE_FILTERS, *_PAGING),
     ("/v1/nodes/<ident>", "GET"): ("fields",),
     ("/v1/nodes/<ident>/allocation", "GET"): ("fields",),
-    ("/v1/allocation_capacity", "GET"): ("resource_class",),
+    ("/v1/allocation_capacity", "GET"): ("resource_class", "constraints"),
+    ("/v1/ports", "GET"): (*PORT_FILTERS, *_PAGING, "detail"),
+    ("/v1/ports/detail", "GET"): (*PORT_FILTERS, *_PAGING[1:]),
+    ("/v1/ports/<ident>", "GET"): ("fields",),
+    ("/v1/nodes/<ident>/ports", "GET"): ("address", *_PAGING, "detail"),
+    ("/v1/nodes/<ident>/ports/detail", "GET"): ("address", *_PAGING[1:]),
 }
 
 

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from werkzeug.wrappers import Response
 
 from baremetal_allocclient.server.api import (
+    extensions,
     listing,
     policy,
     schemas,
@@ -38,10 +39,12 @@ from baremetal_allocclient.server.db.models import (
     Allocation,
     Node,
     NodeTrait,
+    NodeVif,
+    Port,
     utcnow,
 )
+from baremetal_allocclient.server.logic import instance, release
 from baremetal_allocclient.server.logic import node_states as ns
-from baremetal_allocclient.server.logic import release
 
 DRIVER = "fake-hardware"
 MAX_TRAITS = 50
@@ -171,6 +174,8 @@ def _filtered(ctx: Context, session: Session) -> Any:
                 "Request not acceptable. The minimal required API version "
                 f"should be 1.{since}"
             )
+        if name == "instance_uuid":
+            value = schemas.canonical_uuid(value)
         query = query.where(column == value)
     return query
 
@@ -204,6 +209,7 @@ def list_nodes(ctx: Context, detail: bool = False) -> Response:
         query = _filtered(ctx, session)
         marker = None
         if marker_ident is not None:
+            marker_ident = schemas.canonical_uuid(marker_ident)
             marker_node = queries.node_by_ident(
                 session, marker_ident, schemas.is_uuid_like(marker_ident)
             )
@@ -251,6 +257,9 @@ def create_node(ctx: Context) -> Response:
     instance_uuid = body.get("instance_uuid")
     if instance_uuid is not None and not schemas.is_uuid(instance_uuid):
         raise bad_request(f"Expected UUID for instance_uuid: {instance_uuid}")
+    uuid = schemas.canonical_uuid(uuid)
+    if instance_uuid is not None:
+        instance_uuid = schemas.canonical_uuid(instance_uuid)
     now = utcnow()
     try:
         with ctx.services.db.write() as session:
@@ -349,12 +358,41 @@ def _with_defaults(after: dict[str, Any]) -> dict[str, Any]:
             value = {}
         elif value is None and key in _BOOL_DEFAULTS:
             value = _BOOL_DEFAULTS[key]
-        elif value is None and key == "conductor_group":
-            value = ""
+        elif key == "conductor_group":
+            # Case-insensitive, stored lower-case (as Ironic does).
+            value = value.lower() if isinstance(value, str) else (
+                "" if value is None else value)
         elif value is None and key in views.INTERFACES:
             value = views.INTERFACES[key][0]
         result[key] = value
     return result
+
+
+def _split_shard(
+    ctx: Context, patch: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Operations on ``/shard`` (accepted only with the constraints
+    extension: Ironic serves the field from 1.82) and the rest."""
+    if not extensions.constraints_requested(ctx):
+        return patch, []
+    ours = [op for op in patch if op["path"].rstrip("/") == "/shard"]
+    return [op for op in patch if op not in ours], ours
+
+
+def _apply_shard(node: Node, patch: list[dict[str, Any]]) -> None:
+    if not patch:
+        return
+    try:
+        after = jsonpatch.apply_patch({"shard": node.shard}, patch)
+    except (jsonpatch.JsonPatchException,
+            jsonpatch.JsonPointerException) as exc:
+        raise bad_request(f"Invalid patch: {exc}") from None
+    shard = after.get("shard")
+    if shard is not None and not (
+        isinstance(shard, str) and 0 < len(shard) <= 255
+    ):
+        raise bad_request("shard must be a string of 1 to 255 characters")
+    node.shard = shard
 
 
 def update_node(ctx: Context, ident: str) -> Response:
@@ -362,6 +400,7 @@ def update_node(ctx: Context, ident: str) -> Response:
     patch = ctx.json_body()
     schemas.validate(patch, schemas.JSON_PATCH)
     assert isinstance(patch, list)
+    patch, shard_patch = _split_shard(ctx, patch)
     roots = []
     for op in patch:
         root = op["path"].lstrip("/").split("/")[0]
@@ -377,6 +416,7 @@ def update_node(ctx: Context, ident: str) -> Response:
     _check_version_fields(ctx, roots)
     with ctx.services.db.write() as session:
         node = find_node(ctx, session, ident)
+        _apply_shard(node, shard_patch)
         before = _patchable(node)
         try:
             after = jsonpatch.apply_patch(before, patch)
@@ -449,11 +489,9 @@ def _change_instance_uuid(
 ) -> None:
     if new is not None and not schemas.is_uuid(new):
         raise bad_request(f"Expected UUID for instance_uuid: {new}")
-    allocation = (
-        queries.allocation_by_id(session, node.allocation_id)
-        if node.allocation_id is not None
-        else None
-    )
+    if new is not None:
+        new = schemas.canonical_uuid(new)
+    allocation = queries.holder_of(session, node)
     if allocation is not None:
         if new is not None:
             raise conflict(
@@ -483,7 +521,8 @@ def _change_instance_uuid(
 
 
 def delete_node(ctx: Context, ident: str) -> Response:
-    """DELETE /v1/nodes/{ident}; its allocation goes too (maintenance)."""
+    """DELETE /v1/nodes/{ident}; its allocation (maintenance), ports and
+    VIFs go too."""
     with ctx.services.db.write() as session:
         node = find_node(ctx, session, ident)
         error = release.node_deletion_error(
@@ -491,16 +530,16 @@ def delete_node(ctx: Context, ident: str) -> Response:
         )
         if error:
             raise conflict(error)
-        if node.allocation_id is not None:
-            allocation = queries.allocation_by_id(session, node.allocation_id)
-            if allocation is not None:
-                queries.release_in_session(session, allocation)
+        allocation = queries.holder_of(session, node)
+        if allocation is not None:
+            queries.release_in_session(session, allocation)
         session.execute(
             delete(Allocation)
             .where(Allocation.node_id == node.id)
             .execution_options(synchronize_session=False)
         )
-        session.execute(delete(NodeTrait).where(NodeTrait.node_id == node.id))
+        for model in (NodeTrait, Port, NodeVif):  # what belongs to it
+            session.execute(delete(model).where(model.node_id == node.id))
         session.delete(node)
     return empty_response(204)
 
@@ -539,6 +578,7 @@ def set_provision_state(ctx: Context, ident: str) -> Response:
         ctx.minor < versions.DEPLOY_STEPS
     ):
         raise not_acceptable()
+    configdrive = body.get("configdrive")
     now = utcnow()
     with ctx.services.db.write() as session:
         node = find_node(ctx, session, ident)
@@ -549,6 +589,9 @@ def set_provision_state(ctx: Context, ident: str) -> Response:
                 f'node "{node.uuid}" while it is in state '
                 f'"{node.provision_state}".'
             )
+        error = instance.configdrive_error(verb, configdrive, ctx.minor)
+        if error:  # checked after the state, like Ironic
+            raise bad_request(error)
         if node.maintenance and transition.final == ns.ACTIVE:
             # Like Ironic, only deploying is refused in maintenance.
             raise bad_request(
@@ -569,6 +612,12 @@ def set_provision_state(ctx: Context, ident: str) -> Response:
         node.provision_updated_at = now
         node.updated_at = now
         node.last_error = None
+        if transition.final == ns.ACTIVE:
+            node.instance_info = instance.deployed(node.instance_info,
+                                                   configdrive)
+        if state == ns.INSPECTING:
+            node.inspection_started_at = now
+            node.inspection_finished_at = None
         node_id = node.id
         uuid = node.uuid
     if target is not None:

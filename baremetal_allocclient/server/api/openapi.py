@@ -22,7 +22,7 @@ from typing import Any
 
 from werkzeug.wrappers import Response
 
-from baremetal_allocclient.server.api import limits, schemas, versions
+from baremetal_allocclient.server.api import limits, schemas, versions, views
 
 _LATEST = versions.MAX_VERSION
 _ERROR_REF = {"$ref": "#/components/responses/Error"}
@@ -44,6 +44,10 @@ class Operation:
 
 def _allocation_create() -> dict[str, Any]:
     return schemas.allocation_create(_LATEST)
+
+
+def _allocation_explain() -> dict[str, Any]:
+    return schemas.allocation_create(_LATEST, extended=True)
 
 
 def _node_create() -> dict[str, Any]:
@@ -115,9 +119,39 @@ OPERATIONS: tuple[Operation, ...] = (
               "Add one trait (admin)", 204),
     Operation("/v1/nodes/<ident>/traits/<trait>", "DELETE",
               "removeNodeTrait", "Remove one trait (admin)", 204),
+    Operation("/v1/nodes/<ident>/ports", "GET", "listNodePorts",
+              "List the ports of a node", 200, result="PortList"),
+    Operation("/v1/nodes/<ident>/ports/detail", "GET", "listNodePortsDetail",
+              "List the ports of a node with every field", 200,
+              result="PortList"),
+    Operation("/v1/nodes/<ident>/vifs", "GET", "listNodeVifs",
+              "List the VIFs attached to a node (1.28)", 200),
+    Operation("/v1/nodes/<ident>/vifs", "POST", "attachNodeVif",
+              "Attach a VIF to a node (1.28, admin)", 204,
+              _fixed(schemas.VIF_ATTACH)),
+    Operation("/v1/nodes/<ident>/vifs/<vif>", "DELETE", "detachNodeVif",
+              "Detach a VIF from a node (1.28, admin)", 204),
+    Operation("/v1/ports", "GET", "listPorts",
+              "List ports (members: of nodes they own or lease)", 200,
+              result="PortList"),
+    Operation("/v1/ports", "POST", "createPort",
+              "Create a port of a node; its MAC address is unique (admin)",
+              201, _fixed(schemas.PORT), "Port"),
+    Operation("/v1/ports/detail", "GET", "listPortsDetail",
+              "List ports with every field", 200, result="PortList"),
+    Operation("/v1/ports/<ident>", "GET", "getPort", "Show a port by UUID",
+              200, result="Port"),
+    Operation("/v1/ports/<ident>", "PATCH", "updatePort",
+              "Update a port (JSON patch, admin)", 200, _PATCH, "Port"),
+    Operation("/v1/ports/<ident>", "DELETE", "deletePort",
+              "Delete a port (admin)", 204),
     Operation("/v1/allocation_capacity", "GET", "getAllocationCapacity",
               "Extension: per resource class total, allocated, reserved "
               "(by reason) and free nodes", 200),
+    Operation("/v1/allocation_explain", "POST", "explainAllocation",
+              "Extension: the selection funnel of an allocation request "
+              "(constraints included), without reserving", 200,
+              _allocation_explain),
 )
 
 _PATH_PARAM = re.compile(r"<(?:[a-z]+:)?([a-z_]+)>")
@@ -151,8 +185,44 @@ def _parameters(op: Operation) -> list[dict[str, Any]]:
     return params
 
 
+#: OpenAPI links: where the next request's ``{ident}`` comes from.  Every
+#: operation on one allocation (node) follows those that answer one or a
+#: list of them, so stateful clients (schemathesis) chain real
+#: identifiers instead of guessing.
+_LINK_SOURCES = {
+    ("/v1/allocations", "POST"): ("/v1/allocations/<ident>", "#/uuid"),
+    ("/v1/allocations", "GET"): (
+        "/v1/allocations/<ident>", "#/allocations/0/uuid"
+    ),
+    ("/v1/nodes", "POST"): ("/v1/nodes/<ident>", "#/uuid"),
+    ("/v1/nodes", "GET"): ("/v1/nodes/<ident>", "#/nodes/0/uuid"),
+    ("/v1/nodes/detail", "GET"): ("/v1/nodes/<ident>", "#/nodes/0/uuid"),
+    ("/v1/ports", "POST"): ("/v1/ports/<ident>", "#/uuid"),
+    ("/v1/ports", "GET"): ("/v1/ports/<ident>", "#/ports/0/uuid"),
+}
+
+
+def _links(op: Operation) -> dict[str, Any]:
+    """The links of ``op``'s success response (pure)."""
+    source = _LINK_SOURCES.get((op.path, op.method))
+    if source is None:
+        return {}
+    prefix, pointer = source
+    return {
+        target.operation_id[0].upper() + target.operation_id[1:]: {
+            "operationId": target.operation_id,
+            "parameters": {"ident": f"$response.body{pointer}"},
+        }
+        for target in OPERATIONS
+        if target.path == prefix or target.path.startswith(prefix + "/")
+    }
+
+
 def _operation(op: Operation) -> dict[str, Any]:
     success: dict[str, Any] = {"description": "Success"}
+    links = _links(op)
+    if links:
+        success["links"] = links
     if op.result is not None:
         success["content"] = {"application/json": {
             "schema": {"$ref": f"#/components/schemas/{op.result}"}
@@ -218,7 +288,7 @@ def document() -> dict[str, Any]:
             "title": "baremetal-allocclient reference server",
             "version": str(_LATEST),
             "description": (
-                "Ironic-compatible allocation and node API. Request "
+                "Ironic-compatible allocation, node and port API. Request "
                 f"schemas are those of API version {_LATEST}; see "
                 "doc/source/security.rst for roles and limits."
             ),
@@ -274,6 +344,17 @@ def document() -> dict[str, Any]:
                     },
                 },
                 "Node": {"type": "object"},
+                "Port": _object([name for name, since in views.PORT_FIELDS
+                                 if since <= _LATEST.minor]),
+                "PortList": {
+                    "type": "object",
+                    "properties": {
+                        "ports": {"type": "array", "items": {
+                            "$ref": "#/components/schemas/Port"
+                        }},
+                        "next": {"type": "string"},
+                    },
+                },
                 "NodeList": {
                     "type": "object",
                     "properties": {

@@ -13,6 +13,7 @@ from typing import Any
 import jsonschema
 import os_traits  # type: ignore[import-untyped]
 
+from baremetal_allocclient import constraints
 from baremetal_allocclient.server.api import versions
 from baremetal_allocclient.server.api.errors import bad_request
 
@@ -73,8 +74,50 @@ ALLOCATION_FIELDS = (
 )
 
 
-def allocation_create(version: versions.Version) -> dict[str, Any]:
-    """POST /v1/allocations body at this version."""
+_PROPERTY_VALUE: dict[str, Any] = {
+    "type": ["string", "number"], "maxLength": 255,
+}
+#: The constraints extension's document (doc/source/choosing-nodes.rst).
+CONSTRAINTS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "forbidden_traits": {
+            "type": "array", "items": TRAIT,
+            "maxItems": constraints.MAX_FORBIDDEN_TRAITS,
+        },
+        "properties": {
+            "type": "array",
+            "maxItems": constraints.MAX_PROPERTY_CONSTRAINTS,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "key": {"type": "string", "minLength": 1,
+                            "maxLength": constraints.MAX_KEY},
+                    "min": {"type": "number"},
+                    "eq": _PROPERTY_VALUE,
+                },
+                "required": ["key"],
+                "minProperties": 2,
+                "maxProperties": 2,
+                "additionalProperties": False,
+            },
+        },
+        "conductor_group": {"type": "string", "maxLength": 255},
+        "shard": {"type": "string", "maxLength": 255},
+        "node_owner": {"type": "string", "maxLength": 255},
+        "node_lessee": {"type": "string", "maxLength": 255},
+        "node_name": {"type": "string", "maxLength": NAME_MAX},
+        "require_node_name": {"type": "boolean"},
+    },
+    "additionalProperties": False,
+}
+
+
+def allocation_create(
+    version: versions.Version, extended: bool = False
+) -> dict[str, Any]:
+    """POST /v1/allocations body at this version (``extended``: the
+    request opted into the constraints extension)."""
     props: dict[str, Any] = {
         "resource_class": _RESOURCE_CLASS,
         "traits": {
@@ -96,6 +139,8 @@ def allocation_create(version: versions.Version) -> dict[str, Any]:
         props["node"] = _NAME
     if version.minor >= versions.ALLOCATION_OWNER:
         props["owner"] = _PROJECT
+    if extended:
+        props["constraints"] = CONSTRAINTS
     return {
         "type": "object",
         "properties": props,
@@ -254,6 +299,16 @@ def is_uuid(value: object) -> bool:
         return False
 
 
+def canonical_uuid(value: str) -> str:
+    """A client's UUID as stored and compared: lower case, hyphenated
+    (pure).  Databases differ in case sensitivity, so ``A1B2...`` and
+    ``a1b2...`` must reach none of them as two values.  Anything not
+    UUID-like (a name) is returned unchanged."""
+    if not is_uuid_like(value):
+        return value
+    return str(uuidlib.UUID(value))
+
+
 def is_uuid_like(value: str) -> bool:
     """Identifiers that are looked up as UUIDs rather than names."""
     try:
@@ -261,3 +316,79 @@ def is_uuid_like(value: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+# -- ports and VIFs --------------------------------------------------------
+#: Ironic's (oslo.utils') MAC address rule: six colon-separated octets.
+MAC_RE = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
+
+
+def normalize_mac(value: object) -> str | None:
+    """A MAC address as stored (lower case), None when it is not one
+    (pure; Ironic accepts colon-separated octets only)."""
+    if not isinstance(value, str) or MAC_RE.match(value.lower()) is None:
+        return None
+    return value.lower()
+
+
+_LOCAL_LINK_PROPERTIES: dict[str, Any] = {
+    "port_id": {"type": "string"},
+    "switch_id": {"type": "string"},
+    "hostname": {"type": "string"},
+    "switch_info": {"type": "string"},
+    "network_type": {"type": "string", "enum": ["managed", "unmanaged"]},
+}
+
+
+def _local_link(required: list[str], **override: Any) -> dict[str, Any]:
+    properties = dict(_LOCAL_LINK_PROPERTIES, **override)
+    return {"type": "object", "properties": properties,
+            "additionalProperties": False, "required": required}
+
+
+#: ``local_link_connection``: Ironic's variants (a switch port, a smart
+#: NIC, an unmanaged network, or nothing).
+LOCAL_LINK: dict[str, Any] = {"anyOf": [
+    _local_link(["port_id", "switch_id"]),
+    _local_link(["port_id", "hostname"]),
+    _local_link(["network_type"], network_type={
+        "type": "string", "enum": ["unmanaged"]}),
+    {"type": "object", "additionalProperties": False},
+]}
+
+_BOOLEAN_LIKE: dict[str, Any] = {"type": ["string", "boolean", "null"]}
+
+#: POST /v1/ports, and a port after a PATCH: Ironic's PORT_SCHEMA.
+#: Fields newer than the request's version are refused afterwards (406).
+PORT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "address": {"type": "string", "maxLength": 18},
+        "extra": _NULLABLE_OBJECT,
+        "is_smartnic": _BOOLEAN_LIKE,
+        "local_link_connection": {"type": ["null", "object"]},
+        "node_ident": {"type": "string", "maxLength": NAME_MAX},
+        "node_uuid": {"type": "string", "maxLength": NAME_MAX},
+        "physical_network": {"type": ["string", "null"], "maxLength": 64},
+        "portgroup_uuid": _NULLABLE_STRING,
+        "pxe_enabled": _BOOLEAN_LIKE,
+        "uuid": _NULLABLE_STRING,
+        "name": _NULLABLE_STRING,
+        "description": {"type": ["string", "null"], "maxLength": 255},
+        "vendor": {"type": ["string", "null"], "maxLength": 32},
+        "category": {"type": ["string", "null"], "maxLength": 80},
+        "available_for_dynamic_portgroup": {"type": "boolean"},
+    },
+    "required": ["address"],
+    "oneOf": [{"required": ["node_ident"]}, {"required": ["node_uuid"]}],
+    "additionalProperties": False,
+}
+
+#: POST /v1/nodes/{node}/vifs: an ``id`` (a UUID or a name) and anything
+#: else the caller attaches (ignored, as the noop network interface does).
+VIF_ATTACH: dict[str, Any] = {
+    "type": "object",
+    "properties": {"id": {"type": "string", "maxLength": NAME_MAX}},
+    "required": ["id"],
+    "additionalProperties": True,
+}

@@ -125,5 +125,6 @@ def v1_document(base_url: str) -> dict[str, Any]:
         },
         "nodes": links("nodes"),
         "allocations": links("allocations"),
+        "ports": links("ports"),
         "version": version_document(base_url),
     }

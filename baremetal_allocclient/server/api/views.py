@@ -15,7 +15,8 @@ from baremetal_allocclient.server.api.errors import (
     bad_request,
     not_acceptable,
 )
-from baremetal_allocclient.server.db.models import Allocation, Node
+from baremetal_allocclient.server.db.models import Allocation, Node, Port
+from baremetal_allocclient.server.logic import instance
 
 FAKE = "fake"
 NOOP = "noop"
@@ -135,9 +136,9 @@ def node_view(
         "driver_internal_info": node.driver_internal_info or {},
         "extra": node.extra or {},
         "fault": node.fault,
-        "inspection_finished_at": None,
-        "inspection_started_at": None,
-        "instance_info": node.instance_info or {},
+        "inspection_finished_at": timestamp(node.inspection_finished_at),
+        "inspection_started_at": timestamp(node.inspection_started_at),
+        "instance_info": instance.shown(node.instance_info),
         "instance_uuid": node.instance_uuid,
         "last_error": node.last_error,
         "lessee": node.lessee,
@@ -242,3 +243,77 @@ def allocation_view(
     if fields is not None:
         names = [n for n in names if n in fields or n == "links"]
     return {name: values[name] for name in names}
+
+
+# -- ports -----------------------------------------------------------------
+#: Port fields in Ironic's output order with their introducing version;
+#: the newest ones are never served below their version (a request for
+#: them is a 406), like Ironic.
+PORT_FIELDS: tuple[tuple[str, int], ...] = (
+    ("uuid", 1), ("created_at", 1), ("updated_at", 1), ("address", 1),
+    ("extra", 1), ("internal_info", 18), ("is_smartnic", 53),
+    ("local_link_connection", 19), ("physical_network", 34),
+    ("pxe_enabled", 19), ("node_uuid", 1), ("name", 88),
+    ("description", 97), ("vendor", 100), ("category", 101),
+    ("available_for_dynamic_portgroup", 111), ("links", 1),
+    ("portgroup_uuid", 24),
+)
+PORT_LIST_FIELDS = ("uuid", "address")
+PORT_SORT_KEYS = (
+    "id", "uuid", "address", "created_at", "updated_at", "pxe_enabled",
+    "physical_network", "is_smartnic",
+)
+#: Ironic refuses these sort keys with its own wording.
+PORT_UNSORTABLE = ("extra", "internal_info", "local_link_connection")
+
+
+def port_field_since(name: str) -> int:
+    """The minor version that introduced a port field (1 if unknown)."""
+    return dict(PORT_FIELDS).get(name, 1)
+
+
+def check_port_fields(fields: Sequence[str] | None, minor: int) -> None:
+    """``fields=`` on ports: 406 below 1.8 and for too-new fields, then
+    400 for unknown ones (Ironic's order and wording)."""
+    if fields is None:
+        return
+    if minor < versions.FIELDS_SELECTOR:
+        raise not_acceptable()
+    known = dict(PORT_FIELDS)
+    if any(known.get(f, 1) > minor for f in fields):
+        raise not_acceptable()
+    unknown = [f for f in fields if f not in known]
+    if unknown:
+        raise bad_request(f'Field(s) "{", ".join(unknown)}" are not valid')
+
+
+def port_view(
+    port: Port,
+    node_uuid: str,
+    base_url: str,
+    minor: int,
+    fields: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """A port as Ironic renders it at ``minor``, optionally only
+    ``fields`` (links always)."""
+    values: dict[str, Any] = {
+        "uuid": port.uuid,
+        "created_at": timestamp(port.created_at),
+        "updated_at": timestamp(port.updated_at),
+        "address": port.address,
+        "extra": port.extra or {},
+        "internal_info": port.internal_info or {},
+        "is_smartnic": port.is_smartnic,
+        "local_link_connection": port.local_link_connection or {},
+        "physical_network": port.physical_network,
+        "pxe_enabled": port.pxe_enabled,
+        "node_uuid": node_uuid,
+        "links": _links(base_url, f"ports/{port.uuid}"),
+        "portgroup_uuid": None,
+    }
+    return {
+        name: values[name]
+        for name, since in PORT_FIELDS
+        if since <= minor and (
+            fields is None or name in fields or name == "links")
+    }

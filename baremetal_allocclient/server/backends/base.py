@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from sqlalchemy import ColumnElement
 
-from baremetal_allocclient.server.logic.selection import Filter, Request
+from baremetal_allocclient.server.logic.selection import AnyFilter, Request
 
 
 @dataclass(frozen=True)
@@ -19,7 +19,7 @@ class Job:
     allocation_id: int
     allocation_uuid: str
     request: Request
-    filters: tuple[Filter, ...]
+    filters: tuple[AnyFilter, ...]
     affinity: str
 
 

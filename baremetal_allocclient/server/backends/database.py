@@ -37,14 +37,18 @@ TOP_ID_TTL = 1.0
 
 
 def explain(db: Database, job: Job, tried: int) -> str:
-    """Why no node was found: the filter that removed the last one."""
+    """Why no node was found: the filter that removed the last one (in
+    Ironic's wording), then the whole funnel in one line."""
     filters = list(job.filters)
     with db.read() as session:
         counts = queries.cumulative_counts(session, job.request, filters)
+        funnel = queries.funnel_counts(session, job.request)
     emptied = selection.first_empty(job.request, counts)
     if emptied is None:  # nodes appeared meanwhile; they were raced
-        return selection.reservation_failure(tried)
-    return selection.empty_reason(job.request, emptied)
+        reason = selection.reservation_failure(tried)
+    else:
+        reason = selection.empty_reason(job.request, emptied)
+    return selection.with_funnel(reason, funnel)
 
 
 def fail(db: Database, job: Job, reason: str) -> Settled | None:
@@ -52,7 +56,8 @@ def fail(db: Database, job: Job, reason: str) -> Settled | None:
     was no longer this conductor's to fail)."""
     message = selection.failure_message(job.allocation_uuid, reason)
     now = utcnow()
-    if not queries.fail_allocation(db, job.allocation_id, job.affinity,
+    if not queries.fail_allocation(db, job.allocation_id,
+                                   job.allocation_uuid, job.affinity,
                                    message, now):
         return None
     LOG.info("Allocation %s finished: error", job.allocation_uuid)
@@ -108,7 +113,7 @@ class DatabaseBackend:
                 return fail(self._db, job, explain(self._db, job, tried))
             with self._rng_lock:
                 order = selection.order_candidates(
-                    found, job.request.name, self._rng
+                    found, job.request.preferred_name, self._rng
                 )
             for candidate in order:
                 now = utcnow()
@@ -120,8 +125,8 @@ class DatabaseBackend:
                     LOG.info("Allocation %s finished: active on node %s",
                              job.allocation_uuid, candidate.uuid)
                     return Settled(queries.ACTIVE, candidate.uuid, None, now)
-                if outcome is queries.Reservation.ALLOCATION_GONE:
-                    return None
+                if outcome is not queries.Reservation.NODE_TAKEN:
+                    return None  # deleted, taken over or settled
             tried = len(order)
         return fail(self._db, job, selection.reservation_failure(tried))
 

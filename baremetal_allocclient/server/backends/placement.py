@@ -100,22 +100,30 @@ class PlacementBackend:
                 return self._allocate(job)
             except PlacementUnavailable as exc:
                 if time.monotonic() >= deadline:
-                    self._release_quietly(job.allocation_uuid)
-                    return database.fail(
-                        self._db, job,
-                        f"Placement is unreachable (waited "
-                        f"{self._wait:g} s): {exc}",
+                    return self._fail_and_unclaim(
+                        job, f"Placement is unreachable (waited "
+                             f"{self._wait:g} s): {exc}",
                     )
                 time.sleep(UNREACHABLE_PAUSE)
             except PlacementError as exc:
-                self._release_quietly(job.allocation_uuid)
-                return database.fail(
-                    self._db, job, f"Placement refused: {exc}"
+                return self._fail_and_unclaim(
+                    job, f"Placement refused: {exc}"
                 )
+
+    def _fail_and_unclaim(self, job: Job, reason: str) -> Settled | None:
+        """Record the failure, then remove any claim made for it; both
+        only while the allocation is still this worker's (after a
+        take-over the claim under its UUID is the new owner's)."""
+        settled = database.fail(self._db, job, reason)
+        if settled is not None:
+            self._release_quietly(job.allocation_uuid)
+        return settled
 
     def _allocate(self, job: Job) -> Settled | None:
         request = job.request
         rc = model.normalize_resource_class(request.resource_class)
+        if not self._owned(job):
+            return None  # taken over while this process was away
         # An earlier attempt (before a restart or take-over) may have
         # claimed already: finish that claim first.
         for held in self.client.consumer_allocations(job.allocation_uuid):
@@ -126,7 +134,8 @@ class PlacementBackend:
             )
             if outcome is not queries.Reservation.NODE_TAKEN:
                 return _finished(outcome)
-            self.client.delete_consumer(job.allocation_uuid)
+            if not self._unclaim(job):
+                return None
         tried = 0
         synced = False
         for _round in range(SEARCH_ROUNDS):
@@ -193,7 +202,7 @@ class PlacementBackend:
             return None
         with self._rng_lock:
             return selection.order_candidates(
-                list(eligible.values()), request.name, self._rng
+                list(eligible.values()), request.preferred_name, self._rng
             )
 
     def _eligible(
@@ -234,7 +243,8 @@ class PlacementBackend:
                 if held:  # our own earlier claim (e.g. a lost response)
                     if node_uuid in held:
                         break
-                    self.client.delete_consumer(job.allocation_uuid)
+                    if not self._unclaim(job):
+                        return queries.Reservation.NOT_OURS
                 if attempt == CLAIM_RETRIES - 1:
                     return queries.Reservation.NODE_TAKEN
         return self._reserve(job, candidate)
@@ -249,15 +259,38 @@ class PlacementBackend:
                 now,
             )
         except Exception:
-            self._release_quietly(job.allocation_uuid)
+            if self._owned(job):
+                self._release_quietly(job.allocation_uuid)
             raise
+        if outcome is queries.Reservation.NOT_OURS:
+            # Taken over (or settled) meanwhile: the claim under this
+            # UUID may now be the new owner's; leave it.
+            return outcome
         if outcome is not queries.Reservation.RESERVED:
-            self.client.delete_consumer(job.allocation_uuid)
+            if outcome is queries.Reservation.ALLOCATION_DELETED:
+                self.client.delete_consumer(job.allocation_uuid)
+            elif not self._unclaim(job):
+                return queries.Reservation.NOT_OURS
             return outcome
         self.sync.record_claim(job.allocation_uuid, candidate.uuid)
         LOG.info("Allocation %s finished: active on node %s (claimed "
                  "in Placement)", job.allocation_uuid, candidate.uuid)
         return Settled(queries.ACTIVE, candidate.uuid, None, now)
+
+    def _owned(self, job: Job) -> bool:
+        """Still this worker's to settle (not taken over meanwhile)."""
+        return queries.still_owned(self._db, job.allocation_id,
+                                   job.allocation_uuid, job.affinity)
+
+    def _unclaim(self, job: Job) -> bool:
+        """Delete the Placement claim filed under the allocation's UUID,
+        only while the allocation is still this worker's: after a
+        take-over that claim is the new owner's.  False when it was not
+        ours to delete."""
+        if not self._owned(job):
+            return False
+        self.client.delete_consumer(job.allocation_uuid)
+        return True
 
     def _release_quietly(self, consumer: str) -> None:
         """Best effort; the reconciliation removes what this misses."""

@@ -14,14 +14,24 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from sqlalchemy import select, update
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from baremetal_allocclient.server.db import queries
-from baremetal_allocclient.server.db.engine import Database
+from baremetal_allocclient.server.db.engine import (
+    Database,
+    is_transient,
+    is_unavailable,
+    short_reason,
+)
 from baremetal_allocclient.server.db.models import Node, utcnow
 from baremetal_allocclient.server.logic import node_states as ns
 
 LOG = logging.getLogger(__name__)
+
+# Pause before retrying a step that lost a deadlock or the database.
+RETRY_FIRST = 0.1
+RETRY_MAX = 5.0
 
 
 class FakeHardware:
@@ -63,11 +73,32 @@ class FakeHardware:
             for next_state, next_target in remaining:
                 if self._stopping.wait(self._delay):
                     return
-                if not self._step(node_id, current, next_state, next_target):
+                if not self._step_until_done(node_id, current, next_state,
+                                             next_target):
                     return
                 current = next_state
         except Exception:
             LOG.exception("Fake transition of node %s failed", node_id)
+
+    def _step_until_done(
+        self, node_id: int, current: str, new: str, target: str | None
+    ) -> bool:
+        """:meth:`_step`, tried again after a deadlock or while the
+        database is unreachable, so a node is never left half-way (in
+        ``deleting`` with its instance, say) by a lost race; False when
+        the node changed meanwhile or the server is stopping."""
+        pause = RETRY_FIRST
+        while True:
+            try:
+                return self._step(node_id, current, new, target)
+            except DBAPIError as exc:
+                if not (is_transient(exc) or is_unavailable(exc)):
+                    raise
+                LOG.warning("Step %s -> %s of node %s will be retried: %s",
+                            current, new, node_id, short_reason(exc))
+            if self._stopping.wait(pause):
+                return False
+            pause = min(pause * 2, RETRY_MAX)
 
     def _step(
         self, node_id: int, current: str, new: str, target: str | None
@@ -82,8 +113,12 @@ class FakeHardware:
             if node is None:
                 return False
             if current == ns.DELETING:
-                # Tear down is complete: the instance and its allocation go.
+                # Tear down is complete: the instance, its allocation and
+                # the VIFs go.
                 self._release_instance(session, node)
+            if current == ns.INSPECTING:  # as Ironic records a success
+                node.inspection_finished_at = now
+                node.inspection_started_at = None
             node.provision_state = new
             node.target_provision_state = target
             node.provision_updated_at = now
@@ -92,16 +127,14 @@ class FakeHardware:
 
     @staticmethod
     def _release_instance(session: Session, node: Node) -> None:
-        if node.allocation_id is not None:
-            allocation = queries.allocation_by_id(
-                session, node.allocation_id
-            )
-            if allocation is not None:
-                queries.release_in_session(session, allocation)
-                session.refresh(node)
+        allocation = queries.holder_of(session, node)
+        if allocation is not None:
+            queries.release_in_session(session, allocation)
+            session.refresh(node)
         node.instance_uuid = None
         node.allocation_id = None
         node.instance_info = {}
+        queries.detach_vifs(session, node.id)
 
     # -- power -----------------------------------------------------------
     def finish_power(self, node_id: int, target: str) -> None:

@@ -72,15 +72,3 @@ def takeover_plan(
             remaining -= count
     return plan
 
-
-def registration_blocked(
-    existing: ConductorState | None,
-    now: datetime.datetime,
-    timeout: datetime.timedelta,
-) -> bool:
-    """True while another live process holds the same conductor name.
-
-    A crashed predecessor's row stays ``online`` with a heartbeat that
-    stops changing; once it is older than the timeout the name is free.
-    """
-    return existing is not None and not is_dead(existing, now, timeout)

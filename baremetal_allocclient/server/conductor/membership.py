@@ -7,9 +7,6 @@ import logging
 import threading
 import time
 
-from baremetal_allocclient.server.conductor.liveness import (
-    registration_blocked,
-)
 from baremetal_allocclient.server.db import conductors
 from baremetal_allocclient.server.db.engine import (
     Database,
@@ -45,16 +42,14 @@ class Membership:
         either a process that was just killed (its heartbeat goes stale
         within the timeout) or a second live process with the same name,
         which must not start: both would claim the same allocations.
+        Registration is a compare-and-set (:func:`conductors.register`),
+        so of two processes starting at once only one gets the name.
         """
         deadline = time.monotonic() + self.timeout.total_seconds() + (
             2 * self.interval
         )
         announced = False
-        while True:
-            rows, now = conductors.conductors_and_now(self._db)
-            existing = next((c for c in rows if c.name == self.name), None)
-            if not registration_blocked(existing, now, self.timeout):
-                break
+        while not conductors.register(self._db, self.name, self.timeout):
             if time.monotonic() >= deadline:
                 raise ConductorNameInUse(
                     f"another live process is registered as conductor "
@@ -69,7 +64,6 @@ class Membership:
                 )
                 announced = True
             time.sleep(min(self.interval, 1.0))
-        conductors.register(self._db, self.name)
         LOG.info("Registered as conductor %s", self.name)
 
     def start(self) -> None:
@@ -83,8 +77,14 @@ class Membership:
         failing = False
         while not self._stop.wait(self.interval):
             try:
-                if not conductors.heartbeat(self._db, self.name):
-                    conductors.register(self._db, self.name)
+                if not conductors.heartbeat(
+                    self._db, self.name
+                ) and not conductors.register(
+                    self._db, self.name, self.timeout
+                ):
+                    LOG.error("Conductor name %s was taken by another "
+                              "process while this one was not "
+                              "registered", self.name)
             except Exception as exc:
                 if not is_unavailable(exc):
                     LOG.exception("Heartbeat failed")

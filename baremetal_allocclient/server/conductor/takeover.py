@@ -112,7 +112,7 @@ class Takeover:
                     return claimed
                 try:
                     won = conductors.take_over(
-                        self._db, allocation_id, dead, self.me
+                        self._db, allocation_id, uuid, dead, self.me
                     )
                 except BaseException:
                     self._workers.release_slot()
@@ -122,7 +122,7 @@ class Takeover:
                     continue
                 LOG.info("Took over allocation %s from dead conductor %s",
                          uuid, dead)
-                self._workers.submit(allocation_id)
+                self._workers.submit(allocation_id, uuid)
                 claimed += 1
         return claimed
 
@@ -141,6 +141,6 @@ class Takeover:
             if not self._workers.try_reserve_slot():
                 break
             LOG.info("Re-queueing own allocation %s", uuid)
-            self._workers.submit(allocation_id)
+            self._workers.submit(allocation_id, uuid)
             requeued += 1
         return requeued

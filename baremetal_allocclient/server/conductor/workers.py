@@ -23,6 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from sqlalchemy import select
 
+from baremetal_allocclient import constraints
 from baremetal_allocclient.server.backends.base import Backend, Job, Settled
 from baremetal_allocclient.server.backends.database import DatabaseBackend
 from baremetal_allocclient.server.db import conductors, queries
@@ -36,6 +37,10 @@ from baremetal_allocclient.server.logic import selection
 
 LOG = logging.getLogger(__name__)
 
+#: ``last_error`` of an allocation failed by a bug: the exception's text
+#: (SQL, values) goes to the log only, never to users.
+UNEXPECTED_FAILURE = ("Unexpected internal error during allocation; the "
+                      "details are in the server's log.")
 # Pause before retrying an allocation after the database was unreachable.
 RETRY_FIRST = 0.5
 RETRY_MAX = 5.0
@@ -134,7 +139,8 @@ class AllocationWorkers:
         return 0 if self._stopping.is_set() else self._slots.free()
 
     def submit(
-        self, allocation_id: int, job: Job | None = None
+        self, allocation_id: int, allocation_uuid: str,
+        job: Job | None = None,
     ) -> Future[Settled | None] | None:
         """Process a stored allocation; the caller holds a slot.
 
@@ -147,7 +153,8 @@ class AllocationWorkers:
         with self._inflight_lock:
             self._inflight.add(allocation_id)
         try:
-            return self._pool.submit(self._run, allocation_id, job)
+            return self._pool.submit(self._run, allocation_id,
+                                     allocation_uuid, job)
         except RuntimeError:  # pool shut down: stopping
             self._done(allocation_id)
             LOG.info("Stopping: allocation %s left for resume or "
@@ -169,14 +176,17 @@ class AllocationWorkers:
         """
         deadline = time.monotonic() + wait
         if self.backend.blocking or self._delay or self._stopping.is_set():
-            return _outcome(self.submit(allocation_id, job), wait)
+            return _outcome(
+                self.submit(allocation_id, job.allocation_uuid, job), wait
+            )
         with self._inflight_lock:
             self._inflight.add(allocation_id)
         try:
-            settled = self.process(allocation_id, job)
+            settled = self.process(allocation_id, job.allocation_uuid, job)
         except Exception as exc:
             if not is_unavailable(exc):
-                self._fail_unexpectedly(allocation_id, exc)
+                self._fail_unexpectedly(allocation_id, job.allocation_uuid,
+                                        exc)
                 self._done(allocation_id)
                 return None
             LOG.warning(
@@ -185,7 +195,8 @@ class AllocationWorkers:
                 short_reason(exc),
             )
             try:  # the slot and the in-flight mark go with the job
-                retry = self._pool.submit(self._run, allocation_id, job)
+                retry = self._pool.submit(self._run, allocation_id,
+                                          job.allocation_uuid, job)
             except RuntimeError:  # pool shut down: stopping
                 self._done(allocation_id)
                 return None
@@ -211,7 +222,7 @@ class AllocationWorkers:
         background thread).  Allocations already queued here are skipped.
         """
         resumed = 0
-        for allocation_id, _uuid in conductors.allocating_ids(
+        for allocation_id, uuid in conductors.allocating_ids(
             self._db, self.affinity, limit=None,
             created_before=created_before,
         ):
@@ -219,7 +230,7 @@ class AllocationWorkers:
                 continue
             if not self._slots.acquire(self._stopping):
                 break
-            self.submit(allocation_id)
+            self.submit(allocation_id, uuid)
             resumed += 1
         if resumed:
             LOG.info("Resuming %d unfinished allocation(s)", resumed)
@@ -238,7 +249,8 @@ class AllocationWorkers:
         self._slots.release()
 
     def _run(
-        self, allocation_id: int, job: Job | None = None
+        self, allocation_id: int, allocation_uuid: str,
+        job: Job | None = None,
     ) -> Settled | None:
         try:
             if self._stopping.wait(self._delay):
@@ -246,7 +258,7 @@ class AllocationWorkers:
             pause = RETRY_FIRST
             while True:
                 try:
-                    return self.process(allocation_id, job)
+                    return self.process(allocation_id, allocation_uuid, job)
                 except Exception as exc:
                     if not is_unavailable(exc):
                         raise
@@ -261,25 +273,30 @@ class AllocationWorkers:
                     return None
                 pause = min(pause * 2, RETRY_MAX)
         except Exception as exc:
-            self._fail_unexpectedly(allocation_id, exc)
+            self._fail_unexpectedly(allocation_id, allocation_uuid, exc)
             return None
         finally:
             self._done(allocation_id)
 
-    def _fail_unexpectedly(self, allocation_id: int, exc: Exception) -> None:
-        LOG.exception("Allocation %s failed unexpectedly", allocation_id)
+    def _fail_unexpectedly(
+        self, allocation_id: int, allocation_uuid: str, exc: Exception
+    ) -> None:
+        LOG.exception("Allocation %s failed unexpectedly", allocation_uuid)
         try:
             queries.fail_allocation(
                 self._db,
                 allocation_id,
+                allocation_uuid,
                 self.affinity,
-                f"Unexpected exception during allocation: {exc}",
+                UNEXPECTED_FAILURE,
             )
         except Exception:
-            LOG.exception("Could not record failure of %s", allocation_id)
+            LOG.exception("Could not record failure of %s",
+                          allocation_uuid)
 
     def process(
-        self, allocation_id: int, job: Job | None = None
+        self, allocation_id: int, allocation_uuid: str,
+        job: Job | None = None,
     ) -> Settled | None:
         """Hand an allocation this conductor owns to the backend, which
         selects and reserves a node or records why there is none.
@@ -292,7 +309,8 @@ class AllocationWorkers:
             return self.backend.allocate(job)
         with self._db.read() as session:
             allocation = session.scalars(
-                select(Allocation).where(Allocation.id == allocation_id)
+                select(Allocation).where(Allocation.id == allocation_id,
+                                         Allocation.uuid == allocation_uuid)
             ).first()
         if (
             allocation is None
@@ -310,6 +328,7 @@ class AllocationWorkers:
             candidate_nodes=tuple(allocation.candidate_nodes or ()),
             owner=allocation.owner,
             name=allocation.name,
+            constraints=constraints.from_wire(allocation.constraints or {}),
         )
         return Job(allocation.id, allocation.uuid, request,
                    tuple(selection.active_filters(request)), self.affinity)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import datetime
 
-from sqlalchemy import func, select, text, update
+from sqlalchemy import func, or_, select, text, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from baremetal_allocclient.server.conductor.liveness import ConductorState
@@ -56,20 +57,42 @@ def conductors_and_now(
     return [ConductorState(str(r[0]), bool(r[1]), r[2]) for r in rows], now
 
 
-def register(db: Database, name: str) -> None:
-    """Insert or refresh this conductor's row: online, heartbeat now."""
-    with db.write() as session:
-        now = database_now(session)
-        result = session.execute(
-            update(Conductor)
-            .where(Conductor.hostname == name)
-            .values(online=True, heartbeat_at=now, updated_at=utcnow())
-        )
-        if rowcount(result) == 0:
+def register(
+    db: Database, name: str, timeout: datetime.timedelta
+) -> bool:
+    """Take ``name`` for this process unless another live process holds
+    it: online with a heartbeat younger than ``timeout``.  False when it
+    does (or a concurrent registration won the name).
+
+    A compare-and-set: the row's liveness is checked by the UPDATE that
+    takes it, and a new name by the unique index, so of two processes
+    registering at once exactly one wins.
+    """
+    try:
+        with db.write() as session:
+            now = database_now(session)
+            taken = session.execute(
+                update(Conductor)
+                .where(
+                    Conductor.hostname == name,
+                    or_(Conductor.online.is_(False),
+                        Conductor.heartbeat_at < now - timeout),
+                )
+                .values(online=True, heartbeat_at=now, updated_at=utcnow())
+            )
+            if rowcount(taken) == 1:
+                return True
+            if session.scalar(
+                select(Conductor.id).where(Conductor.hostname == name)
+            ) is not None:
+                return False  # held by a live process
             session.add(Conductor(
                 hostname=name, online=True, heartbeat_at=now,
                 created_at=utcnow(),
             ))
+    except IntegrityError:  # inserted by a concurrent registration
+        return False
+    return True
 
 
 def heartbeat(db: Database, name: str) -> bool:
@@ -129,17 +152,30 @@ def allocating_ids(
 
 
 def take_over(
-    db: Database, allocation_id: int, dead: str | None, me: str
+    db: Database, allocation_id: int, allocation_uuid: str,
+    dead: str | None, me: str,
 ) -> bool:
     """The spec's compare-and-set: move one allocation from ``dead`` to
-    ``me``.  False when another conductor won it (or it finished)."""
+    ``me``.  False when another conductor won it, it finished, or its
+    row is locked right now (by a frozen former owner mid-reservation,
+    say): a locked row is skipped, never waited for, so one stuck row
+    cannot hold up the take-over of the others; the next round tries it
+    again."""
     column = Allocation.conductor_affinity
     owner = column.is_(None) if dead is None else column == dead
+    claimable = (Allocation.id == allocation_id,
+                 Allocation.uuid == allocation_uuid,
+                 Allocation.state == ALLOCATING, owner)
     with db.write() as session:
+        free = session.scalar(
+            select(Allocation.id).where(*claimable)
+            .with_for_update(skip_locked=True)
+        )
+        if free is None:
+            return False
         result = session.execute(
             update(Allocation)
-            .where(Allocation.id == allocation_id,
-                   Allocation.state == ALLOCATING, owner)
+            .where(*claimable)
             .values(conductor_affinity=me, updated_at=utcnow())
             .execution_options(synchronize_session=False)
         )

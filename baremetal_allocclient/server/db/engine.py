@@ -25,6 +25,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import (
+    DataError,
     DBAPIError,
     InterfaceError,
     OperationalError,
@@ -32,16 +33,26 @@ from sqlalchemy.exc import (
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session
 
-_MIGRATIONS = os.path.join(os.path.dirname(__file__), "migrations")
+#: The alembic script directory.
+MIGRATIONS = os.path.join(os.path.dirname(__file__), "migrations")
 
 
 def head_revision() -> str:
     """The newest schema revision this code knows."""
-    head = ScriptDirectory(_MIGRATIONS).get_current_head()
+    head = ScriptDirectory(MIGRATIONS).get_current_head()
     assert head is not None
     return head
 SQLITE_BUSY_TIMEOUT_MS = 60_000
 CONNECT_TIMEOUT = 5  # seconds, PostgreSQL and MariaDB
+#: Longest wait for a row lock (PostgreSQL and MariaDB), in seconds: a
+#: longer wait fails as a transient error (retried, or the node counts as
+#: taken), so no request or worker queues for long behind a row that a
+#: stalled process holds.
+LOCK_WAIT_TIMEOUT = 5
+#: A transaction idle this long (its process frozen, say) is ended by the
+#: database server, releasing its row locks; the process finds its
+#: connection gone when it wakes and retries under the usual guards.
+IDLE_IN_TRANSACTION_TIMEOUT = 30
 #: Default connection caps per process.  SQLite connections are cheap and
 #: writes queue on the process's lock anyway; a database server's are
 #: shared by every process (see ``serve --db-connections``).
@@ -53,10 +64,39 @@ SERVER_CONNECTIONS = 16
 WRITE = "baremetal_allocclient.write"
 
 
-# Deadlock / serialization failure (PostgreSQL SQLSTATE) and deadlock /
-# lock wait timeout (MySQL/MariaDB error numbers).
-_TRANSIENT_SQLSTATES = frozenset({"40P01", "40001"})
+# Deadlock / serialization failure / lock not available (PostgreSQL
+# SQLSTATE) and deadlock / lock wait timeout (MySQL/MariaDB error
+# numbers).
+_TRANSIENT_SQLSTATES = frozenset({"40P01", "40001", "55P03"})
 _TRANSIENT_MYSQL_ERRORS = frozenset({1213, 1205})
+# The database is out of reach, not the request at fault: connection
+# exceptions (class 08), shutdown, start-up, too many connections.
+_UNAVAILABLE_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "53300"})
+# MySQL/MariaDB: too many connections, shutdown in progress, aborted or
+# killed connection, network read/write errors, client-side connection
+# failures (2002-2055) and pymysql's 0 for a connection already closed.
+_UNAVAILABLE_MYSQL_ERRORS = frozenset({
+    0, 1040, 1053, 1077, 1152, 1153, 1154, 1155, 1156, 1157, 1158, 1159,
+    1160, 1161, 1927, 2002, 2003, 2005, 2006, 2011, 2013, 2048, 2055,
+    4031,
+})
+# SQLite primary result codes: BUSY, LOCKED, IOERR, FULL, CANTOPEN,
+# PROTOCOL; and their messages, for Python 3.10 (no sqlite_errorcode).
+_UNAVAILABLE_SQLITE_CODES = frozenset({5, 6, 10, 13, 14, 15})
+_UNAVAILABLE_SQLITE_MESSAGES = (
+    "database is locked", "database table is locked", "disk I/O error",
+    "database or disk is full", "unable to open database file",
+    "locking protocol",
+)
+# MySQL/MariaDB: a value the column or its JSON check refuses.
+_DATA_MYSQL_ERRORS = frozenset({
+    1264, 1265, 1292, 1366, 1367, 1406, 3140, 4025, 4038,
+})
+
+
+def _mysql_code(exc: DBAPIError) -> object:
+    args: tuple[object, ...] = tuple(getattr(exc.orig, "args", ()))
+    return args[0] if args else None
 
 
 def is_transient(exc: DBAPIError) -> bool:
@@ -64,8 +104,30 @@ def is_transient(exc: DBAPIError) -> bool:
     orig = exc.orig
     if getattr(orig, "sqlstate", None) in _TRANSIENT_SQLSTATES:
         return True
-    args: tuple[object, ...] = tuple(getattr(orig, "args", ()))
-    return bool(args) and args[0] in _TRANSIENT_MYSQL_ERRORS
+    return _mysql_code(exc) in _TRANSIENT_MYSQL_ERRORS
+
+
+def _lost_connection(exc: DBAPIError) -> bool:
+    """The driver's own code says the server is out of reach (pure)."""
+    orig = exc.orig
+    if type(orig).__module__ == "sqlite3":
+        sqlite_code = getattr(orig, "sqlite_errorcode", None)
+        if isinstance(sqlite_code, int):
+            return sqlite_code & 0xFF in _UNAVAILABLE_SQLITE_CODES
+        return str(orig).startswith(_UNAVAILABLE_SQLITE_MESSAGES)
+    code = _mysql_code(exc)
+    if isinstance(code, int) and type(orig).__module__.startswith(
+        "pymysql"
+    ):
+        return code in _UNAVAILABLE_MYSQL_ERRORS
+    if type(orig).__module__.startswith("psycopg"):
+        sqlstate = getattr(orig, "sqlstate", None)
+        if sqlstate is None:  # failed before the server answered
+            return True
+        return sqlstate.startswith("08") or (
+            sqlstate in _UNAVAILABLE_SQLSTATES
+        )
+    return False
 
 
 def is_unavailable(exc: BaseException) -> bool:
@@ -74,7 +136,9 @@ def is_unavailable(exc: BaseException) -> bool:
 
     Such a failure says nothing about the request: it left nothing
     behind and may succeed later, so the API answers 503 and workers
-    leave their allocation ``allocating`` for a later attempt.
+    leave their allocation ``allocating`` for a later attempt.  Only
+    connection-level codes count: any other error of the database is a
+    fault of the request or of this server and is never retried.
     """
     if isinstance(exc, PoolTimeout):
         return True
@@ -83,8 +147,22 @@ def is_unavailable(exc: BaseException) -> bool:
     if exc.connection_invalidated:
         return True
     return isinstance(exc, (OperationalError, InterfaceError)) and (
-        not is_transient(exc)
+        _lost_connection(exc)
     )
+
+
+def is_bad_data(exc: BaseException) -> bool:
+    """True when the database refused a value (too long, out of range,
+    not valid JSON, not encodable): the request's fault, a 400."""
+    if isinstance(exc, DataError):
+        return True
+    if not isinstance(exc, DBAPIError):
+        return False
+    orig = exc.orig
+    if type(orig).__module__.startswith("pymysql"):
+        return _mysql_code(exc) in _DATA_MYSQL_ERRORS
+    sqlstate = getattr(orig, "sqlstate", None)
+    return isinstance(sqlstate, str) and sqlstate.startswith("22")
 
 
 def short_reason(exc: BaseException) -> str:
@@ -118,6 +196,24 @@ def _sqlite_tuning(engine: Engine) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
+def _mariadb_idle_timeout(engine: Engine) -> None:
+    """MariaDB's ``idle_transaction_timeout`` (MySQL has none)."""
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        cur = dbapi_conn.cursor()
+        try:
+            cur.execute("SELECT VERSION()")
+            (version,) = cur.fetchone()
+            if "mariadb" in str(version).lower():
+                cur.execute(
+                    f"SET SESSION idle_transaction_timeout = "
+                    f"{IDLE_IN_TRANSACTION_TIMEOUT}"
+                )
+        finally:
+            cur.close()
+
+
 class Database:
     """Owns the engine and hands out read and write transactions."""
 
@@ -146,17 +242,26 @@ class Database:
             # in ~25 s instead of the kernel's TCP timeout (minutes).
             kwargs["connect_args"] = {
                 "connect_timeout": CONNECT_TIMEOUT,
+                "options": (
+                    f"-c lock_timeout={LOCK_WAIT_TIMEOUT * 1000} "
+                    f"-c idle_in_transaction_session_timeout="
+                    f"{IDLE_IN_TRANSACTION_TIMEOUT * 1000}"
+                ),
                 "keepalives": 1,
                 "keepalives_idle": 10,
                 "keepalives_interval": 5,
                 "keepalives_count": 3,
             }
         elif url.startswith(("mysql", "mariadb")):
-            # Above InnoDB's default 50 s lock wait, below TCP's timeout.
+            # Well above the lock wait, below TCP's timeout.
             kwargs["connect_args"] = {
                 "connect_timeout": CONNECT_TIMEOUT,
                 "read_timeout": 90,
                 "write_timeout": 90,
+                "init_command": (
+                    f"SET SESSION innodb_lock_wait_timeout = "
+                    f"{LOCK_WAIT_TIMEOUT}"
+                ),
             }
         if self.is_sqlite:
             kwargs["connect_args"] = {
@@ -166,6 +271,8 @@ class Database:
         self.engine = create_engine(url, **kwargs)
         if self.is_sqlite:
             _sqlite_tuning(self.engine)
+        elif url.startswith(("mysql", "mariadb")):
+            _mariadb_idle_timeout(self.engine)
         self._write_lock = threading.Lock()
 
     @contextlib.contextmanager
@@ -207,7 +314,7 @@ class Database:
     # -- schema --------------------------------------------------------
     def _alembic_config(self, conn: Connection) -> Config:
         cfg = Config()
-        cfg.set_main_option("script_location", _MIGRATIONS)
+        cfg.set_main_option("script_location", MIGRATIONS)
         cfg.attributes["connection"] = conn
         return cfg
 

@@ -13,6 +13,7 @@ from sqlalchemy import (
     JSON,
     Boolean,
     DateTime,
+    Double,
     ForeignKey,
     Index,
     Integer,
@@ -83,6 +84,13 @@ class Node(Base):
     retired: Mapped[bool] = mapped_column(Boolean, default=False)
     retired_reason: Mapped[str | None] = mapped_column(Text)
     conductor_group: Mapped[str] = mapped_column(String(255), default="")
+    #: Ironic's API 1.82 field; set here through the enroll inventory or
+    #: the constraints extension (see doc/source/choosing-nodes.rst).
+    shard: Mapped[str | None] = mapped_column(String(255))
+    inspection_started_at: Mapped[datetime.datetime | None] = (
+        mapped_column(DateTime))
+    inspection_finished_at: Mapped[datetime.datetime | None] = (
+        mapped_column(DateTime))
     created_at: Mapped[datetime.datetime] = mapped_column(
         DateTime, default=utcnow
     )
@@ -101,6 +109,32 @@ class NodeTrait(Base):
     trait: Mapped[str] = mapped_column(String(255), primary_key=True)
 
 
+#: Case-sensitive text on MySQL/MariaDB too, so exact property matches
+#: compare like Python does.
+_BINARY_KEY = String(255).with_variant(
+    mysql.VARCHAR(255, collation="utf8mb4_bin"), "mysql", "mariadb"
+)
+_BINARY_TEXT = Text().with_variant(
+    mysql.TEXT(collation="utf8mb4_bin"), "mysql", "mariadb"
+)
+
+
+class NodeProperty(Base):
+    """One top-level key of a node's ``properties``, normalized for
+    constraints: its text (``constraints.as_text``) and, when it is a
+    number, its numeric value (``constraints.as_number``).  Kept in step
+    with ``Node.properties`` by ``db/node_properties.py``."""
+
+    __tablename__ = "node_properties"
+
+    node_id: Mapped[int] = mapped_column(
+        Integer, ForeignKey("nodes.id", ondelete="CASCADE"), primary_key=True
+    )
+    key: Mapped[str] = mapped_column(_BINARY_KEY, primary_key=True)
+    text: Mapped[str | None] = mapped_column(_BINARY_TEXT)
+    number: Mapped[float | None] = mapped_column(Double)
+
+
 class Allocation(Base):
     """An allocation request and, once active, its reserved node."""
 
@@ -109,6 +143,9 @@ class Allocation(Base):
         Index("allocations_state_affinity_idx", "state", "conductor_affinity"),
         Index("allocations_resource_class_idx", "resource_class"),
         Index("allocations_owner_idx", "owner"),
+        # An id is never handed out twice, even after a delete: workers
+        # and take-over identify allocations by id (and UUID).
+        {"sqlite_autoincrement": True},
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -124,6 +161,8 @@ class Allocation(Base):
     candidate_nodes: Mapped[list[str]] = mapped_column(JSON, default=list)
     extra: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     owner: Mapped[str | None] = mapped_column(String(255))
+    #: The constraints extension's document (``constraints.to_wire``).
+    constraints: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     conductor_affinity: Mapped[str | None] = mapped_column(String(255))
     created_at: Mapped[datetime.datetime] = mapped_column(
         DateTime, default=utcnow
@@ -132,8 +171,11 @@ class Allocation(Base):
 
 
 #: Heartbeats need sub-second precision; MySQL/MariaDB DATETIME has
-#: whole seconds unless asked for more.
-PreciseDateTime = DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql")
+#: whole seconds unless asked for more.  Both dialect names are needed:
+#: ``mariadb+pymysql://`` URLs get the dialect named "mariadb".
+PreciseDateTime = DateTime().with_variant(
+    mysql.DATETIME(fsp=6), "mysql", "mariadb"
+)
 
 
 class Conductor(Base):
@@ -154,3 +196,45 @@ class Conductor(Base):
         DateTime, default=utcnow
     )
     updated_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+
+
+class Port(Base):
+    """A network port (NIC) of a node, known by its MAC address."""
+
+    __tablename__ = "ports"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    uuid: Mapped[str] = mapped_column(String(36), unique=True)
+    #: Lower case, colon-separated (normalised before it is stored).
+    address: Mapped[str] = mapped_column(String(18), unique=True)
+    node_id: Mapped[int] = mapped_column(
+        Integer, ForeignKey("nodes.id", ondelete="CASCADE"), index=True
+    )
+    extra: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    internal_info: Mapped[dict[str, Any]] = mapped_column(
+        JSON, default=dict
+    )
+    local_link_connection: Mapped[dict[str, Any]] = mapped_column(
+        JSON, default=dict
+    )
+    pxe_enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    physical_network: Mapped[str | None] = mapped_column(String(64))
+    is_smartnic: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime.datetime] = mapped_column(
+        DateTime, default=utcnow
+    )
+    updated_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+
+
+class NodeVif(Base):
+    """A virtual network interface (VIF) attached to a node."""
+
+    __tablename__ = "node_vifs"
+
+    node_id: Mapped[int] = mapped_column(
+        Integer, ForeignKey("nodes.id", ondelete="CASCADE"), primary_key=True
+    )
+    vif_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    created_at: Mapped[datetime.datetime] = mapped_column(
+        DateTime, default=utcnow
+    )

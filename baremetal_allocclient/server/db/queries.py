@@ -19,8 +19,11 @@ from sqlalchemy import (
     Integer,
     Select,
     Update,
+    and_,
     bindparam,
+    case,
     delete,
+    exists,
     func,
     insert,
     or_,
@@ -30,6 +33,14 @@ from sqlalchemy import (
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
+from baremetal_allocclient.constraints import (
+    Constraints,
+    Funnel,
+    Kind,
+    Step,
+    funnel_from_counts,
+)
+from baremetal_allocclient.server.db import node_properties  # noqa: F401
 from baremetal_allocclient.server.db.engine import (
     WRITE,
     Database,
@@ -38,15 +49,21 @@ from baremetal_allocclient.server.db.engine import (
 from baremetal_allocclient.server.db.models import (
     Allocation,
     Node,
+    NodeProperty,
     NodeTrait,
+    NodeVif,
     utcnow,
 )
 from baremetal_allocclient.server.logic import node_states as ns
 from baremetal_allocclient.server.logic.release import NodeView
 from baremetal_allocclient.server.logic.selection import (
+    AnyFilter,
     Candidate,
+    ConstraintFilter,
     Filter,
     Request,
+    constraint_filters,
+    funnel_steps,
 )
 
 ALLOCATING = "allocating"
@@ -59,7 +76,13 @@ class Reservation(enum.Enum):
 
     RESERVED = "reserved"
     NODE_TAKEN = "node taken"  # try the next candidate
-    ALLOCATION_GONE = "allocation gone"  # deleted or taken over: stop
+    #: The allocation no longer exists: stop, and undo any claim made
+    #: for it elsewhere (Placement).
+    ALLOCATION_DELETED = "allocation deleted"
+    #: The allocation exists but is not this worker's any more (taken
+    #: over by another conductor, or settled): stop and touch nothing,
+    #: since the new owner may hold a claim under the same UUID.
+    NOT_OURS = "not ours"
 
 
 def rowcount(result: object) -> int:
@@ -83,7 +106,11 @@ def _by_ident(
 ) -> Select[Any]:
     column = model.uuid if by_uuid else model.name
     query = select(model).where(column == bindparam("ident"))
-    return query.with_for_update() if lock else query
+    if not lock:
+        return query
+    # A locked read must see the row as it is now, not as an earlier
+    # unlocked read of the same session left it.
+    return query.with_for_update().execution_options(populate_existing=True)
 
 
 def node_by_ident(
@@ -145,8 +172,44 @@ def allocation_by_id(
 ) -> Allocation | None:
     """An allocation by database id, locked in a write."""
     return session.get(
-        Allocation, allocation_id, with_for_update=_locks(session)
+        Allocation, allocation_id, with_for_update=_locks(session),
+        populate_existing=True,
     )
+
+
+def holder_of(session: Session, node: Node) -> Allocation | None:
+    """The allocation holding ``node``, locked in a write.
+
+    The caller has loaded (and in a write, locked) the node first: node,
+    then allocation is the one lock order, and while the node is locked
+    its ``allocation_id`` cannot change.
+    """
+    if node.allocation_id is None:
+        return None
+    return allocation_by_id(session, node.allocation_id)
+
+
+def allocation_for_release(
+    session: Session, ident: str, by_uuid: bool
+) -> Allocation | None:
+    """An allocation by UUID or name with its node locked first, then
+    itself (the one lock order), ready for :func:`release_in_session`.
+
+    The node comes from an unlocked read.  If the allocation got a node
+    in between (it was ``allocating``), that node is locked after it: the
+    only way round the order, and rare; a deadlock it causes is reported
+    by the database and the request runs again.
+    """
+    seen = allocation_by_ident(session, ident, by_uuid, lock=False)
+    if seen is None:
+        return None
+    node_id = seen.node_id
+    if node_id is not None:
+        release_view(session, node_id)  # locks the node
+    locked = allocation_by_id(session, seen.id)
+    if locked is not None and locked.node_id not in (None, node_id):
+        release_view(session, locked.node_id)
+    return locked
 
 
 _RELEASE_VIEW = select(
@@ -232,10 +295,69 @@ def filter_params(request: Request) -> dict[str, Any]:
         "f_owner": request.owner,
         "f_traits": wanted,
         "f_trait_count": len(wanted),
+        **_constraint_params(request),
     }
 
 
-def _predicate(flt: Filter) -> list[ColumnElement[bool]]:
+def _constraint_params(request: Request) -> dict[str, Any]:
+    """Bound values of the constraints extension's filters."""
+    con = request.constraints
+    if not con:
+        return {}
+    params: dict[str, Any] = {
+        "c_forbidden": list(con.forbidden_traits),
+        "c_node_owner": con.node_owner,
+        "c_node_lessee": con.node_lessee,
+        "c_group": con.conductor_group,
+        "c_shard": con.shard,
+        "c_node_name": con.node_name,
+    }
+    for i, prop in enumerate(con.properties):
+        params[f"c_p{i}_key"] = prop.key
+        params[f"c_p{i}_text"] = prop.value
+        params[f"c_p{i}_number"] = prop.number
+    return params
+
+
+def _property_predicate(flt: ConstraintFilter) -> ColumnElement[bool]:
+    """EXISTS a normalized property row of the node satisfying it (the
+    primary key (node_id, key) makes it one index lookup per node)."""
+    i = flt.position
+    row = NodeProperty
+    number: BindParameter[float] = bindparam(f"c_p{i}_number")
+    if flt.variant == "min":
+        test: ColumnElement[bool] = row.number >= number
+    elif flt.variant == "eq_number":
+        test = or_(row.number == number,
+                   and_(row.number.is_(None),
+                        row.text == bindparam(f"c_p{i}_text")))
+    else:
+        test = row.text == bindparam(f"c_p{i}_text")
+    return exists().where(row.node_id == Node.id,
+                          row.key == bindparam(f"c_p{i}_key"), test)
+
+
+def _constraint_predicate(flt: ConstraintFilter) -> ColumnElement[bool]:
+    kind = flt.kind
+    if kind is Kind.PROPERTY:
+        return _property_predicate(flt)
+    if kind is Kind.FORBIDDEN_TRAITS:
+        return ~exists().where(
+            NodeTrait.node_id == Node.id,
+            NodeTrait.trait.in_(bindparam("c_forbidden", expanding=True)))
+    column, param = {
+        Kind.NODE_OWNER: (Node.owner, "c_node_owner"),
+        Kind.NODE_LESSEE: (Node.lessee, "c_node_lessee"),
+        Kind.CONDUCTOR_GROUP: (Node.conductor_group, "c_group"),
+        Kind.SHARD: (Node.shard, "c_shard"),
+        Kind.NODE_NAME: (Node.name, "c_node_name"),
+    }[kind]
+    return column == bindparam(param)
+
+
+def _predicate(flt: AnyFilter) -> list[ColumnElement[bool]]:
+    if isinstance(flt, ConstraintFilter):
+        return [_constraint_predicate(flt)]
     if flt is Filter.RESOURCE_CLASS:
         return [
             Node.provision_state == ns.AVAILABLE,
@@ -260,7 +382,9 @@ def _predicate(flt: Filter) -> list[ColumnElement[bool]]:
 
 
 @functools.cache
-def predicates(filters: tuple[Filter, ...]) -> tuple[ColumnElement[bool], ...]:
+def predicates(
+    filters: tuple[AnyFilter, ...]
+) -> tuple[ColumnElement[bool], ...]:
     """SQL conditions for the given filters (parameters:
     :func:`filter_params`)."""
     result: list[ColumnElement[bool]] = []
@@ -270,7 +394,7 @@ def predicates(filters: tuple[Filter, ...]) -> tuple[ColumnElement[bool], ...]:
 
 
 def candidates(
-    session: Session, request: Request, filters: Sequence[Filter]
+    session: Session, request: Request, filters: Sequence[AnyFilter]
 ) -> list[tuple[int, str | None]]:
     """(id, name) of every node passing all filters; nothing else loaded."""
     query = select(Node.id, Node.name).where(*predicates(tuple(filters)))
@@ -287,7 +411,7 @@ CANDIDATE_WINDOW = 32
 
 @functools.cache
 def candidate_query(
-    filters: tuple[Filter, ...], before: bool = False
+    filters: tuple[AnyFilter, ...], before: bool = False
 ) -> Select[int, str | None, str]:
     """Up to ``w_limit`` matching nodes from id ``w_pivot`` on (or, with
     ``before``, from the start up to ``w_pivot``), in id order, so the
@@ -303,7 +427,7 @@ def candidate_query(
 
 
 def _window_predicates(
-    filters: tuple[Filter, ...]
+    filters: tuple[AnyFilter, ...]
 ) -> list[ColumnElement[bool]]:
     """``predicates`` with the "is free" tests written so that no index
     can serve them (``x + 0 IS NULL`` means ``x IS NULL``).
@@ -331,7 +455,7 @@ def _window_predicates(
 
 @functools.cache
 def _named_candidate_query(
-    filters: tuple[Filter, ...]
+    filters: tuple[AnyFilter, ...]
 ) -> Select[int, str | None, str]:
     return select(Node.id, Node.name, Node.uuid).where(
         *predicates(filters), Node.name == bindparam("w_name")
@@ -346,7 +470,7 @@ def highest_node_id(session: Session) -> int:
 def candidate_window(
     session: Session,
     request: Request,
-    filters: Sequence[Filter],
+    filters: Sequence[AnyFilter],
     pivot: int,
     limit: int = CANDIDATE_WINDOW,
 ) -> list[Candidate]:
@@ -367,11 +491,10 @@ def candidate_window(
         )
     found = [Candidate(int(node_id), name, str(uuid))
              for node_id, name, uuid in rows]
-    if request.name is not None and all(
-        c.name != request.name for c in found
-    ):
+    preferred = request.preferred_name
+    if preferred is not None and all(c.name != preferred for c in found):
         named = conn.execute(
-            _named_candidate_query(key), {**params, "w_name": request.name}
+            _named_candidate_query(key), {**params, "w_name": preferred}
         ).first()
         if named is not None:
             found.append(Candidate(int(named[0]), named[1], str(named[2])))
@@ -379,7 +502,7 @@ def candidate_window(
 
 
 def cumulative_counts(
-    session: Session, request: Request, filters: Sequence[Filter]
+    session: Session, request: Request, filters: Sequence[AnyFilter]
 ) -> list[int]:
     """How many nodes survive each prefix of ``filters`` (for diagnosis)."""
     counts = []
@@ -390,6 +513,68 @@ def cumulative_counts(
         )
         counts.append(int(session.connection().scalar(query, params) or 0))
     return counts
+
+
+def constraint_condition(
+    wanted: Constraints,
+) -> ColumnElement[bool] | None:
+    """The constraints as one SQL condition with their values bound
+    (for queries that take a ready-made WHERE clause, such as capacity);
+    None without constraints."""
+    request = Request(resource_class="", constraints=wanted)
+    conditions = [c for f in constraint_filters(request)
+                  for c in _predicate(f)]
+    if not conditions:
+        return None
+    return and_(*conditions).params(_constraint_params(request))
+
+
+_BASIC_STEPS: dict[Kind, tuple[ColumnElement[bool], ...]] = {
+    Kind.RESOURCE_CLASS: (
+        Node.resource_class == bindparam("f_resource_class"),),
+    Kind.AVAILABLE: (Node.provision_state == ns.AVAILABLE,),
+    Kind.NOT_IN_MAINTENANCE: (Node.maintenance.is_(False),),
+    Kind.POWER_STATE: (Node.power_state.is_not(None),),
+    Kind.UNRESERVED: (Node.instance_uuid.is_(None),
+                      Node.allocation_id.is_(None)),
+}
+_IRONIC_STEPS = {Kind.OWNER: Filter.OWNER, Kind.TRAITS: Filter.TRAITS,
+                 Kind.CANDIDATES: Filter.CANDIDATES}
+
+
+def _step_conditions(step: Step, request: Request
+                     ) -> list[ColumnElement[bool]]:
+    """SQL conditions of one funnel step (the same ones the allocation
+    path uses, split so that each step is counted)."""
+    if step.kind in _BASIC_STEPS:
+        return list(_BASIC_STEPS[step.kind])
+    if step.kind in _IRONIC_STEPS:
+        return _predicate(_IRONIC_STEPS[step.kind])
+    variants = {(f.kind, f.position): f
+                for f in constraint_filters(request)}
+    return _predicate(variants[(step.kind, step.index)])
+
+
+def funnel_counts(
+    session: Session,
+    request: Request,
+    visible: ColumnElement[bool] | None = None,
+) -> Funnel:
+    """The funnel of ``request``: nodes left after each step, counted in
+    one query over the nodes of the resource class (``visible``
+    restricts the nodes counted)."""
+    sums = []
+    conditions: list[ColumnElement[bool]] = []
+    for step in funnel_steps(request):
+        conditions += _step_conditions(step, request)
+        sums.append(func.coalesce(func.sum(
+            case((and_(*conditions), 1), else_=0)), 0))
+    query = select(*sums).where(
+        Node.resource_class == bindparam("f_resource_class"))
+    if visible is not None:
+        query = query.where(visible)
+    row = session.connection().execute(query, filter_params(request)).one()
+    return funnel_from_counts(request.selection, [int(v) for v in row])
 
 
 # -- creation ----------------------------------------------------------
@@ -415,34 +600,62 @@ def insert_allocation(session: Session, allocation: Allocation) -> None:
 
 
 # -- reservation and release -------------------------------------------
-_OWNED_ALLOCATION = (
-    select(Allocation.id)
-    .where(
-        Allocation.id == bindparam("r_allocation"),
-        Allocation.state == ALLOCATING,
-        Allocation.conductor_affinity == bindparam("r_affinity"),
-    )
-    .with_for_update()
-)
+# The one lock order: the node first, then the allocation.  Every path
+# that touches both (reservation, backfill, every release) follows it, so
+# two of them wait for each other instead of deadlocking.  The one
+# exception (an allocation that got its node during a DELETE, see
+# allocation_for_release) can deadlock; the database breaks it and the
+# request runs again.
 _NODE_INSTANCE_INFO = (
     select(Node.instance_info)
     .where(Node.id == bindparam("r_node"))
     .with_for_update()
 )
+#: A worker does not queue behind another transaction's lock on a
+#: candidate (a stalled process, a node being changed): the node counts as
+#: taken and the next candidate is tried, as Ironic does with a locked node.
+_LOCK_CANDIDATE = (
+    select(Node.id)
+    .where(Node.id == bindparam("r_node"))
+    .with_for_update(skip_locked=True)
+)
+#: The allocation (this id *and* UUID) is still this worker's to settle.
+_OWNED = (
+    Allocation.id == bindparam("r_allocation"),
+    Allocation.uuid == bindparam("r_uuid"),
+    Allocation.state == ALLOCATING,
+    Allocation.conductor_affinity == bindparam("r_affinity"),
+)
+_OWNED_ALLOCATION = select(Allocation.id).where(*_OWNED).with_for_update()
+_ALLOCATION_EXISTS = select(Allocation.id).where(
+    Allocation.id == bindparam("r_allocation"),
+    Allocation.uuid == bindparam("r_uuid"),
+)
 _ALLOCATION_ACTIVE = (
     update(Allocation)
-    .where(Allocation.id == bindparam("r_allocation"))
+    .where(Allocation.id == bindparam("r_allocation"),
+           Allocation.uuid == bindparam("r_uuid"))
     .values(state=ACTIVE, node_id=bindparam("r_node"),
             updated_at=bindparam("r_now"), last_error=None)
+)
+#: A node may be given to allocation ``r_uuid`` only while no allocation
+#: holds it and no other instance is on it.
+_NODE_IS_FREE_FOR = (
+    Node.allocation_id.is_(None),
+    or_(Node.instance_uuid.is_(None),
+        Node.instance_uuid == bindparam("r_uuid")),
 )
 
 
 @functools.cache
-def _take_node(filters: tuple[Filter, ...]) -> Update:
-    """The compare-and-set that gives a node to an allocation."""
+def _take_node(filters: tuple[AnyFilter, ...], *extra: ColumnElement[bool]
+               ) -> Update:
+    """The compare-and-set that gives a node to an allocation: the node
+    must still be free and pass ``filters`` and ``extra``."""
     return (
         update(Node)
-        .where(Node.id == bindparam("r_node"), *predicates(filters))
+        .where(Node.id == bindparam("r_node"), *_NODE_IS_FREE_FOR,
+               *predicates(filters), *extra)
         .values(
             allocation_id=bindparam("r_allocation"),
             instance_uuid=bindparam("r_uuid"),
@@ -452,29 +665,36 @@ def _take_node(filters: tuple[Filter, ...]) -> Update:
     )
 
 
+def _give_node(conn: Any, statement: Update, params: dict[str, Any],
+               traits: Sequence[str]) -> bool:
+    """Run a :func:`_take_node` compare-and-set on a node locked by the
+    caller, recording ``traits`` in its ``instance_info``."""
+    # Read under the row lock, so no concurrent node update is lost when
+    # the traits are merged in.
+    info = conn.scalar(_NODE_INSTANCE_INFO, params)
+    params["r_info"] = {**(info or {}), "traits": list(traits)}
+    return rowcount(conn.execute(statement, params)) == 1
+
+
 def reserve(
     db: Database,
     allocation_id: int,
     allocation_uuid: str,
     node_id: int,
     request: Request,
-    filters: Sequence[Filter],
+    filters: Sequence[AnyFilter],
     affinity: str,
     now: datetime.datetime | None = None,
 ) -> Reservation:
     """Atomically give ``node_id`` to the allocation, if both still allow.
 
-    The allocation row must still be ``allocating`` and owned by this
-    conductor; the node must still pass every filter and be free.  Both
-    rows change in one transaction or neither does.
-
-    Lock order is allocation, then node (as in every other transaction
-    touching both).  The allocation's node_id is written last: on
-    PostgreSQL that foreign key takes a share lock on the node row, and
-    taking it before the node update would let two workers racing for
-    the same node deadlock.  A deadlock or serialization failure reported
-    by the database anyway counts as losing the node.  ``now`` is the
-    ``updated_at`` to write (callers that report it pass their own).
+    The allocation row (its id *and* UUID) must still be ``allocating``
+    and owned by this conductor; the node must still pass every filter
+    and be free.  Both rows change in one transaction or neither does.
+    Locks the node, then the allocation (the one lock order).  A deadlock
+    or serialization failure reported by the database anyway counts as
+    losing the node.  ``now`` is the ``updated_at`` to write (callers
+    that report it pass their own).
     """
     params: dict[str, Any] = {
         **filter_params(request),
@@ -484,22 +704,23 @@ def reserve(
         "r_uuid": allocation_uuid,
         "r_now": now or utcnow(),
     }
+    gone = Reservation.NODE_TAKEN
     try:
         with db.write() as session:
             conn = session.connection()
+            if conn.scalar(_LOCK_CANDIDATE, params) is None:
+                raise _Rollback()  # locked by another transaction, or gone
             if conn.scalar(_OWNED_ALLOCATION, params) is None:
-                return Reservation.ALLOCATION_GONE
-            # Read under the row lock, so no concurrent node update is
-            # lost when the traits are merged in below.
-            info = conn.scalar(_NODE_INSTANCE_INFO, params)
-            params["r_info"] = {**(info or {}),
-                                "traits": list(request.traits)}
-            taken = conn.execute(_take_node(tuple(filters)), params)
-            if rowcount(taken) != 1:
+                exists = conn.scalar(_ALLOCATION_EXISTS, params) is not None
+                gone = (Reservation.NOT_OURS if exists
+                        else Reservation.ALLOCATION_DELETED)
+                raise _Rollback()
+            if not _give_node(conn, _take_node(tuple(filters)), params,
+                              request.traits):
                 raise _Rollback()
             conn.execute(_ALLOCATION_ACTIVE, params)
     except _Rollback:
-        return Reservation.NODE_TAKEN
+        return gone
     except DBAPIError as exc:
         if not is_transient(exc):
             raise
@@ -507,19 +728,53 @@ def reserve(
     return Reservation.RESERVED
 
 
+_BACKFILLED_NODE = (Node.provision_state == ns.ACTIVE,)
+
+
+def backfill(session: Session, allocation: Allocation, node_id: int,
+             now: datetime.datetime) -> bool:
+    """Give a deployed node to a new ``active`` allocation, inside the
+    caller's transaction, with the same compare-and-set as a worker's
+    reservation: False (and nothing written to the node) when the node is
+    held by an allocation or another instance, or is no longer active.
+    The caller has locked the node (the one lock order) and inserted the
+    allocation."""
+    params: dict[str, Any] = {"r_node": node_id,
+                              "r_allocation": allocation.id,
+                              "r_uuid": allocation.uuid, "r_now": now}
+    return _give_node(session.connection(), _take_node((), *_BACKFILLED_NODE),
+                      params, allocation.traits or [])
+
+
+def still_owned(
+    db: Database, allocation_id: int, allocation_uuid: str, affinity: str
+) -> bool:
+    """True while the allocation is ``allocating`` under ``affinity``:
+    checked before undoing anything done elsewhere in its name."""
+    with db.read() as session:
+        params = {"r_allocation": allocation_id, "r_uuid": allocation_uuid,
+                  "r_affinity": affinity}
+        return session.connection().scalar(
+            select(Allocation.id).where(*_OWNED), params
+        ) is not None
+
+
 def fail_allocation(
     db: Database,
     allocation_id: int,
+    allocation_uuid: str,
     affinity: str,
     message: str,
     now: datetime.datetime | None = None,
 ) -> bool:
-    """Move an allocating allocation this conductor owns to ``error``."""
+    """Move an allocating allocation this conductor owns (this id *and*
+    UUID) to ``error``."""
     with db.write() as session:
         result = session.execute(
             update(Allocation)
             .where(
                 Allocation.id == allocation_id,
+                Allocation.uuid == allocation_uuid,
                 Allocation.state == ALLOCATING,
                 Allocation.conductor_affinity == affinity,
             )
@@ -567,3 +822,9 @@ def release_in_session(session: Session, allocation: Allocation) -> None:
                                 if k != "traits"}
             conn.execute(_FREE_NODE_AND_INFO, params)
     conn.execute(_DELETE_ALLOCATION, params)
+
+
+def detach_vifs(session: Session, node_id: int) -> None:
+    """Detach every VIF of a node (tear down), like Ironic's
+    ``remove_vifs_from_node``."""
+    session.execute(delete(NodeVif).where(NodeVif.node_id == node_id))

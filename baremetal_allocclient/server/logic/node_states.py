@@ -68,6 +68,8 @@ _MANAGE = Transition("manage", ((VERIFYING, MANAGEABLE),), MANAGEABLE)
 _MANAGE_DIRECT = Transition("manage", (), MANAGEABLE)
 _PROVIDE = Transition("provide", ((CLEANING, AVAILABLE),), AVAILABLE)
 _DEPLOY = Transition("deploy", ((DEPLOYING, ACTIVE),), ACTIVE)
+#: Fake inspection finds nothing new and returns to manageable.
+_INSPECT = Transition("inspect", ((INSPECTING, MANAGEABLE),), MANAGEABLE)
 _UNDEPLOY = Transition(
     "undeploy",
     ((DELETING, AVAILABLE), (CLEANING, AVAILABLE)),
@@ -84,6 +86,7 @@ _TABLE: dict[str, dict[str, Transition]] = {
         INSPECT_FAILED: _MANAGE_DIRECT,
     },
     "provide": {MANAGEABLE: _PROVIDE},
+    "inspect": {MANAGEABLE: _INSPECT, INSPECT_FAILED: _INSPECT},
     "active": {AVAILABLE: _DEPLOY, DEPLOY_FAILED: _DEPLOY},
     "deleted": {
         ACTIVE: _UNDEPLOY,
@@ -95,7 +98,9 @@ _TABLE["deploy"] = _TABLE["active"]
 _TABLE["undeploy"] = _TABLE["deleted"]
 
 # Verbs newer than the oldest version (minor version that introduced them).
-VERB_MIN_MINOR = {"manage": 4, "provide": 4, "deploy": 73, "undeploy": 73}
+VERB_MIN_MINOR = {
+    "manage": 4, "provide": 4, "inspect": 6, "deploy": 73, "undeploy": 73,
+}
 
 
 def transition_for(verb: str, state: str) -> Transition | None:

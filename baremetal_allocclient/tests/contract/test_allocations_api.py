@@ -86,7 +86,7 @@ class AllocationApi(base.ContractMixin):
                                  resource_class=rc)
         done = self.allocate({"resource_class": rc,
                               "traits": ["CUSTOM_A", "CUSTOM_B"]})
-        self.assertEqual(rich["uuid"], done["node_uuid"])
+        self.assertEqual(rich["uuid"], done["node_uuid"], done)
         self.assertReserved(done)
         self.assertEqual(None, self.target.node(plain["uuid"])
                          ["allocation_uuid"])

@@ -11,7 +11,10 @@ invariants of the Allocation API spec:
 - ``node.instance_uuid == allocation.uuid`` exactly when
   ``node.allocation_uuid == allocation.uuid``;
 - no ``active`` allocation without its node;
-- no allocation stays ``allocating``.
+- no allocation stays ``allocating``;
+- an ``active`` allocation's node matches its request: resource class,
+  traits, candidates and the constraints extension's (a minimum on the
+  ``cpus`` property, forbidden traits), read back from the server.
 
 It runs against the reference server only (real Ironic enrolls 3-4 nodes a
 second, far too slow for dozens of examples), with a fixed seed and bounded
@@ -40,6 +43,9 @@ _TRAITS = ("CUSTOM_A", "CUSTOM_B")
 #: The traits of the nodes enrolled for every example.
 _NODE_TRAITS: tuple[tuple[str, ...], ...] = (
     (), ("CUSTOM_A",), ("CUSTOM_A", "CUSTOM_B"), ("CUSTOM_B",))
+#: The ``cpus`` property of those nodes (changed by ``set_cpus``).
+_NODE_CPUS = (4, 8, 16, 32)
+_EXT = {"X-Baremetal-Alloc-Extensions": "constraints"}
 _SETTLE_TIMEOUT = 10.0
 
 
@@ -50,6 +56,7 @@ class ModelNode:
     uuid: str
     name: str
     traits: frozenset[str]
+    cpus: int = 0
     active: bool = False
     maintenance: bool = False
     allocation: str | None = None
@@ -62,6 +69,10 @@ class ModelAllocation:
     uuid: str
     state: str
     node: str | None
+    traits: frozenset[str] = frozenset()
+    candidates: frozenset[str] | None = None
+    min_cpus: int | None = None
+    forbidden: frozenset[str] = frozenset()
 
 
 class AllocationMachine(RuleBasedStateMachine):
@@ -126,15 +137,17 @@ class AllocationMachine(RuleBasedStateMachine):
     @initialize()
     def enroll(self) -> None:
         """Four nodes with different traits under a fresh resource class."""
-        enrolled = self.target.enroll(len(_NODE_TRAITS), self.rc,
-                                      name_prefix=targets.unique("sm"))
-        for node, traits in zip(enrolled, _NODE_TRAITS, strict=True):
+        enrolled = self.target.enroll(
+            len(_NODE_TRAITS), self.rc, name_prefix=targets.unique("sm"),
+            properties=[{"cpus": cpus} for cpus in _NODE_CPUS])
+        for node, traits, cpus in zip(enrolled, _NODE_TRAITS, _NODE_CPUS,
+                                      strict=True):
             if traits:
                 self.target.expect(204, "PUT",
                                    f"/v1/nodes/{node['uuid']}/traits",
                                    {"traits": list(traits)})
             self.nodes[node["uuid"]] = ModelNode(
-                node["uuid"], node["name"], frozenset(traits))
+                node["uuid"], node["name"], frozenset(traits), cpus)
 
     @rule(traits=st.frozensets(st.sampled_from(_TRAITS)),
           named=st.booleans(),
@@ -145,6 +158,29 @@ class AllocationMachine(RuleBasedStateMachine):
                  picks: list[int] | None, by_name: bool) -> None:
         """Create an allocation; it must succeed iff a node fits."""
         self._allocate(traits, named, picks, by_name)
+
+    @rule(min_cpus=st.none() | st.sampled_from(_NODE_CPUS),
+          forbidden=st.frozensets(st.sampled_from(_TRAITS)),
+          picks=st.none() | st.lists(st.integers(0, 7), min_size=1,
+                                     max_size=4))
+    def allocate_constrained(self, min_cpus: int | None,
+                             forbidden: frozenset[str],
+                             picks: list[int] | None) -> None:
+        """An allocation with the constraints extension."""
+        self._allocate(frozenset(), False, picks, False, min_cpus,
+                       forbidden)
+
+    @rule(index=st.integers(0, 7), cpus=st.sampled_from(_NODE_CPUS))
+    def set_cpus(self, index: int, cpus: int) -> None:
+        """Change a free node's ``cpus`` property (a PATCH)."""
+        node = self._pick(index, [n for n in self.nodes.values()
+                                  if n.allocation is None])
+        if node is None:
+            return
+        response = self._request("PATCH", f"/v1/nodes/{node.uuid}", [
+            {"op": "add", "path": "/properties/cpus", "value": cpus}])
+        self._expect(response, 200)
+        node.cpus = cpus
 
     @rule(traits=st.frozensets(st.sampled_from(_TRAITS)))
     def allocate_and_deploy(self, traits: frozenset[str]) -> None:
@@ -157,9 +193,19 @@ class AllocationMachine(RuleBasedStateMachine):
             node.active = True
 
     def _allocate(self, traits: frozenset[str], named: bool,
-                  picks: list[int] | None, by_name: bool) -> dict[str, Any]:
+                  picks: list[int] | None, by_name: bool,
+                  min_cpus: int | None = None,
+                  forbidden: frozenset[str] = frozenset()
+                  ) -> dict[str, Any]:
         body: dict[str, Any] = {"resource_class": self.rc,
                                 "traits": sorted(traits)}
+        headers: dict[str, str] = {}
+        if min_cpus is not None or forbidden:
+            headers = _EXT
+            body["constraints"] = {"forbidden_traits": sorted(forbidden)}
+            if min_cpus is not None:
+                body["constraints"]["properties"] = [
+                    {"key": "cpus", "min": min_cpus}]
         candidates: set[str] | None = None
         if picks is not None and self.nodes:
             chosen = [self._pick(i, list(self.nodes.values()))
@@ -169,7 +215,8 @@ class AllocationMachine(RuleBasedStateMachine):
                 self.nodes[u].name if by_name else u for u in candidates)
         if named:
             body["name"] = targets.unique("sm-alloc")
-        response = self._request("POST", "/v1/allocations", body)
+        response = self.target.request("POST", "/v1/allocations", body,
+                                       headers=headers)
         self._expect(response, 201)
         result = self.target.wait_allocation(response.json()["uuid"],
                                              timeout=_SETTLE_TIMEOUT)
@@ -177,7 +224,9 @@ class AllocationMachine(RuleBasedStateMachine):
             n.uuid for n in self.nodes.values()
             if not n.active and not n.maintenance and n.allocation is None
             and traits <= n.traits
-            and (candidates is None or n.uuid in candidates)}
+            and (candidates is None or n.uuid in candidates)
+            and (min_cpus is None or n.cpus >= min_cpus)
+            and not forbidden & n.traits}
         if fitting:
             assert result["state"] == "active", (result, fitting)
             assert result["node_uuid"] in fitting, (result, fitting)
@@ -187,7 +236,9 @@ class AllocationMachine(RuleBasedStateMachine):
             assert result["node_uuid"] is None, result
             assert result["last_error"], result
         self.allocations[result["uuid"]] = ModelAllocation(
-            result["uuid"], result["state"], result["node_uuid"])
+            result["uuid"], result["state"], result["node_uuid"], traits,
+            None if candidates is None else frozenset(candidates),
+            min_cpus, forbidden)
         return result
 
     @rule(index=st.integers(0, 7))
@@ -293,6 +344,7 @@ class AllocationMachine(RuleBasedStateMachine):
                 node = nodes.get(alloc["node_uuid"])
                 assert node is not None, ("active without node", alloc)
                 assert node["allocation_uuid"] == alloc["uuid"], (alloc, node)
+                self._matches_request(alloc, node)
         for uuid, held in holders.items():
             assert len(held) <= 1, ("node holds several", uuid, held)
         for node in nodes.values():
@@ -313,6 +365,24 @@ class AllocationMachine(RuleBasedStateMachine):
             assert node["maintenance"] == model.maintenance, (node, model)
             assert node["provision_state"] == (
                 "active" if model.active else "available"), (node, model)
+
+
+    def _matches_request(self, alloc: dict[str, Any],
+                         node: dict[str, Any]) -> None:
+        """The node of an active allocation, as the server shows it now,
+        satisfies what the allocation asked for (nodes are changed only
+        while free, so this holds for as long as the allocation does)."""
+        asked = self.allocations.get(alloc["uuid"])
+        if asked is None:  # the model check below reports it
+            return
+        traits = set(node["traits"] or ())
+        assert node["resource_class"] == self.rc, (alloc, node)
+        assert asked.traits <= traits, (asked, node)
+        assert not asked.forbidden & traits, (asked, node)
+        assert asked.candidates is None or (
+            node["uuid"] in asked.candidates), (asked, node)
+        assert asked.min_cpus is None or (
+            node["properties"]["cpus"] >= asked.min_cpus), (asked, node)
 
 
 class TestAllocationStateMachine(testtools.TestCase):

@@ -336,7 +336,8 @@ class Target:
 
     def enroll(self, count: int, resource_class: str, *,
                traits: Sequence[str] = (), owner: str | None = None,
-               lessee: str | None = None, name_prefix: str | None = None
+               lessee: str | None = None, name_prefix: str | None = None,
+               properties: Sequence[dict[str, Any]] = ()
                ) -> list[dict[str, Any]]:
         """Create ``count`` fake-hardware nodes and make them allocatable.
 
@@ -351,6 +352,8 @@ class Target:
                 "driver": "fake-hardware", "resource_class": resource_class}
             if name_prefix is not None:
                 body["name"] = f"{name_prefix}-{index}"
+            if index < len(properties):
+                body["properties"] = properties[index]
             created = self.expect(201, "POST", "/v1/nodes", body)
             uuids.append(created["uuid"])
             # Ironic refuses owner on create under noauth ("project scoped

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
+import time
 from typing import Any, ClassVar
+
+import testtools
 
 from baremetal_allocclient.tests.functional import targets
 from baremetal_allocclient.tests.functional.cli import clirunner
+from baremetal_allocclient.tests.functional.server import _server
 
 SCRIPT = os.path.join(
     os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -71,6 +76,58 @@ class ReserveNodeExample:
 
     def test_usage_error(self) -> None:
         self.assertEqual(2, self.run_script().returncode)
+
+    def test_sigterm_while_the_command_runs_releases(self) -> None:
+        proc = start_script(self.target.endpoint, self.rc, "sleep", "30")
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        self.assertIn("reserved node", line)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+        self.assertEqual(143, proc.returncode, err)
+        self.assertIn(f"released node {self.node}", err)
+        self.assertEqual([], self.allocations_of_class(self.rc))
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def start_script(endpoint: str, *args: str) -> subprocess.Popen[str]:
+    env = clirunner.clean_env({
+        "OS_ENDPOINT": endpoint,
+        "PATH": clirunner.BIN_DIR + os.pathsep + os.environ["PATH"],
+    })
+    return subprocess.Popen(["sh", SCRIPT, *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=_default_sigint)
+
+
+class TestReserveNodeInterrupted(testtools.TestCase):
+    """A signal while the node is still being reserved (allocations
+    held 20 s by a slow server) leaves no allocation behind."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.server = _server.ServerProcess()
+        self.addCleanup(self.server.cleanup)
+        self.server.upgrade()
+        self.server.start("--allocation-delay", "20")
+
+    def _interrupt(self, signum: int, after: float) -> None:
+        proc = start_script(self.server.endpoint, "rc-slow")
+        time.sleep(after)
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=60)
+        self.assertEqual(128 + signum, proc.returncode, err)
+        left = self.server.request("GET", "/v1/allocations").json()
+        self.assertEqual([], left["allocations"], err)
+
+    def test_sigint_while_reserving(self) -> None:
+        self._interrupt(signal.SIGINT, 3.0)
+
+    def test_sigterm_while_reserving(self) -> None:
+        self._interrupt(signal.SIGTERM, 3.0)
 
 
 globals().update(targets.per_target(ReserveNodeExample))

@@ -3,8 +3,11 @@
 The server connects to the database through it; :meth:`TcpProxy.stop`
 refuses new connections and drops the open ones (what a database restart
 or a network cut looks like to the server), :meth:`TcpProxy.start`
-brings it back on the same port.  The shared database server itself is
-never touched.
+brings it back on the same port.  :meth:`TcpProxy.cut_for` does both,
+the start after N seconds in the background; :meth:`TcpProxy.pause`
+holds every byte in both directions without closing anything (a stalled
+network or a frozen database), :meth:`TcpProxy.resume` lets them flow
+again.  The shared database server itself is never touched.
 """
 
 from __future__ import annotations
@@ -29,6 +32,9 @@ class TcpProxy:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._open: set[socket.socket] = set()
+        self._flowing = threading.Event()
+        self._flowing.set()
+        self._restart: threading.Timer | None = None
 
     def start(self) -> None:
         """Listen (again) and forward new connections."""
@@ -55,6 +61,29 @@ class TcpProxy:
             sockets, self._open = self._open, set()
         for sock in sockets:
             _close(sock)
+        self._flowing.set()  # held pumps see their sockets closed
+
+    def cut_for(self, seconds: float) -> None:
+        """Cut now (as :meth:`stop`) and listen again after ``seconds``
+        (in a timer thread; :meth:`wait_restored` waits for it)."""
+        self.stop()
+        self._restart = threading.Timer(seconds, self.start)
+        self._restart.daemon = True
+        self._restart.start()
+
+    def wait_restored(self, timeout: float = 60) -> None:
+        """Wait until a :meth:`cut_for` restarted the proxy."""
+        restart, self._restart = self._restart, None
+        if restart is not None:
+            restart.join(timeout)
+
+    def pause(self) -> None:
+        """Hold all traffic (connections stay open) until :meth:`resume`."""
+        self._flowing.clear()
+
+    def resume(self) -> None:
+        """Let held traffic flow again."""
+        self._flowing.set()
 
     def _accept(self) -> None:
         assert self._listener is not None
@@ -85,6 +114,7 @@ class TcpProxy:
                 data = src.recv(_CHUNK)
                 if not data:
                     break
+                self._flowing.wait()
                 dst.sendall(data)
         except OSError:
             pass

@@ -8,20 +8,26 @@ clock, the take-over compare-and-set, row locks) must work on each.
 from __future__ import annotations
 
 import datetime
+import time
 import uuid
 from typing import Any, ClassVar
 
 import testtools
+from alembic import command
 from alembic.autogenerate import compare_metadata
+from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import select
+from sqlalchemy import insert, select, update
+from sqlalchemy.engine import make_url
 
 from baremetal_allocclient.server.db import conductors
-from baremetal_allocclient.server.db.engine import Database
+from baremetal_allocclient.server.db.engine import MIGRATIONS, Database
 from baremetal_allocclient.server.db.models import (
     Allocation,
     Base,
+    Conductor,
     Node,
+    NodeProperty,
     utcnow,
 )
 from baremetal_allocclient.tests.functional.multiprocess import _databases
@@ -39,10 +45,15 @@ class _MigrationTests:
         cls.scratch = _databases.ScratchDatabase(cls.kind)
         cls.addClassCleanup(cls.scratch.drop)  # type: ignore[attr-defined]
 
+    @classmethod
+    def url(cls) -> str:
+        """The URL the server is given for the scratch database."""
+        return cls.scratch.url
+
     def setUp(self) -> None:
         super().setUp()  # type: ignore[misc]
         case: Any = self
-        self.db = Database(self.scratch.url)
+        self.db = Database(self.url())
         case.addCleanup(self.db.dispose)
         self.db.upgrade()
 
@@ -51,7 +62,7 @@ class _MigrationTests:
         self.db.upgrade()
         current, head = self.db.schema_revisions()
         case.assertEqual(head, current)
-        case.assertEqual("0002_conductors", head)
+        case.assertEqual("0007_node_constraints", head)
         with self.db.engine.connect() as conn:
             diff = compare_metadata(MigrationContext.configure(conn),
                                     Base.metadata)
@@ -81,11 +92,26 @@ class _MigrationTests:
             now = conductors.database_now(session)
         case.assertIsNone(now.tzinfo)
         case.assertLess(abs((now - utcnow()).total_seconds()), 60)
-        conductors.register(self.db, "clock-" + uuid.uuid4().hex[:6])
+        conductors.register(self.db, "clock-" + uuid.uuid4().hex[:6],
+                            datetime.timedelta(seconds=60))
         rows, later = conductors.conductors_and_now(self.db)
         for row in rows:
             case.assertLessEqual(row.heartbeat_at,
                                  later + datetime.timedelta(seconds=1))
+
+    def test_heartbeat_keeps_sub_second_precision(self) -> None:
+        case: Any = self
+        name = "precise-" + uuid.uuid4().hex[:6]
+        conductors.register(self.db, name, datetime.timedelta(seconds=60))
+        beat = datetime.datetime(2026, 1, 2, 3, 4, 5, 123456)
+        with self.db.write() as session:
+            session.execute(update(Conductor)
+                            .where(Conductor.hostname == name)
+                            .values(heartbeat_at=beat))
+        with self.db.read() as session:
+            case.assertEqual(beat, session.scalar(
+                select(Conductor.heartbeat_at)
+                .where(Conductor.hostname == name)))
 
     def test_take_over_compare_and_set(self) -> None:
         case: Any = self
@@ -98,15 +124,95 @@ class _MigrationTests:
             )
             session.add(row)
             session.flush()
-            allocation_id = row.id
-        case.assertTrue(conductors.take_over(self.db, allocation_id, dead,
-                                             "winner"))
-        case.assertFalse(conductors.take_over(self.db, allocation_id, dead,
-                                              "loser"))
+            allocation_id, allocation_uuid = row.id, row.uuid
+        case.assertTrue(conductors.take_over(
+            self.db, allocation_id, allocation_uuid, dead, "winner"))
+        case.assertFalse(conductors.take_over(
+            self.db, allocation_id, allocation_uuid, dead, "loser"))
         with self.db.read() as session:
             case.assertEqual("winner", session.scalar(
                 select(Allocation.conductor_affinity)
                 .where(Allocation.id == allocation_id)))
+
+    def test_sessions_bound_lock_waits_and_idle_transactions(self) -> None:
+        """No request or worker waits long behind a row lock, and a
+        frozen process's open transaction is ended by the server."""
+        case: Any = self
+        if self.db.is_sqlite:
+            case.skipTest("SQLite: one writer at a time, busy_timeout")
+        if self.db.engine.dialect.name == "postgresql":
+            queries = ("SHOW lock_timeout",
+                       "SHOW idle_in_transaction_session_timeout")
+            expected = ["5s", "30s"]
+        else:
+            queries = ("SELECT @@innodb_lock_wait_timeout",
+                       "SELECT @@idle_transaction_timeout")
+            expected = ["5", "30"]
+        with self.db.read() as session:
+            found = [str(session.connection().exec_driver_sql(q).scalar())
+                     for q in queries]
+        case.assertEqual(expected, found)
+
+    def test_take_over_skips_a_row_locked_by_a_stalled_holder(self) -> None:
+        """A frozen process holding one allocation's row lock does not
+        hold up the take-over of the others (issue 13, item 6)."""
+        case: Any = self
+        if self.db.is_sqlite:
+            case.skipTest("SQLite has no row locks: one writer at a time")
+        dead = "dead-" + uuid.uuid4().hex[:6]
+        rows = []
+        with self.db.write() as session:
+            for _ in range(2):
+                row = Allocation(
+                    uuid=str(uuid.uuid4()), state="allocating",
+                    resource_class="rc", traits=[], candidate_nodes=[],
+                    extra={}, conductor_affinity=dead, created_at=utcnow(),
+                )
+                session.add(row)
+                session.flush()
+                rows.append((row.id, row.uuid))
+        (stuck_id, stuck_uuid), (free_id, free_uuid) = rows
+        with self.db.write() as holder:  # the stalled former owner
+            holder.scalar(select(Allocation.id)
+                          .where(Allocation.id == stuck_id)
+                          .with_for_update())
+            started = time.monotonic()
+            case.assertFalse(conductors.take_over(
+                self.db, stuck_id, stuck_uuid, dead, "me"))
+            case.assertTrue(conductors.take_over(
+                self.db, free_id, free_uuid, dead, "me"))
+            case.assertLess(time.monotonic() - started, 2.0)
+        # Once the holder is gone, the next round takes the row.
+        case.assertTrue(conductors.take_over(
+            self.db, stuck_id, stuck_uuid, dead, "me"))
+
+
+    def test_0007_normalizes_existing_properties_and_downgrades(
+            self) -> None:
+        """Nodes enrolled before 0004 get their node_properties rows; the
+        migration also goes back down."""
+        case: Any = self
+        with self.db.engine.begin() as conn:
+            command.downgrade(self.db._alembic_config(conn),
+                              "0006_ports")
+        case.assertEqual("0006_ports",
+                         self.db.schema_revisions()[0])
+        node_uuid = str(uuid.uuid4())
+        with self.db.engine.begin() as conn:
+            conn.execute(insert(Node).values(
+                uuid=node_uuid, name=None, driver="fake-hardware",
+                provision_state="available", created_at=utcnow(),
+                properties={"cpus": "8", "cpu_arch": "x86_64"}))
+        self.db.upgrade()
+        with self.db.read() as session:
+            rows = session.execute(
+                select(NodeProperty.key, NodeProperty.text,
+                       NodeProperty.number)
+                .join(Node, Node.id == NodeProperty.node_id)
+                .where(Node.uuid == node_uuid)
+                .order_by(NodeProperty.key)).all()
+        case.assertEqual([("cpu_arch", "x86_64", None), ("cpus", "8", 8.0)],
+                         [tuple(row) for row in rows])
 
 
 class SQLiteMigrationTests(_MigrationTests, testtools.TestCase):
@@ -119,3 +225,47 @@ class PostgreSQLMigrationTests(_MigrationTests, testtools.TestCase):
 
 class MySQLMigrationTests(_MigrationTests, testtools.TestCase):
     kind = "mysql"
+
+
+def _as_mariadb(url: str) -> str:
+    return make_url(url).set(drivername="mariadb+pymysql").render_as_string(
+        hide_password=False)
+
+
+class MariaDBUrlMigrationTests(_MigrationTests, testtools.TestCase):
+    """The same database through a ``mariadb+pymysql://`` URL, whose
+    dialect is named "mariadb", not "mysql"."""
+
+    kind = "mysql"
+
+    @classmethod
+    def url(cls) -> str:
+        return _as_mariadb(cls.scratch.url)
+
+    def test_upgrade_widens_a_whole_second_heartbeat(self) -> None:
+        """A schema made through such a URL before the fix had DATETIME
+        (whole seconds) for the heartbeat; the upgrade widens it."""
+        scratch = _databases.ScratchDatabase("mysql")
+        self.addCleanup(scratch.drop)
+        db = Database(_as_mariadb(scratch.url))
+        self.addCleanup(db.dispose)
+        with db.engine.begin() as conn:
+            cfg = Config()
+            cfg.set_main_option("script_location", MIGRATIONS)
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "0002_conductors")
+            conn.exec_driver_sql(
+                "ALTER TABLE conductors MODIFY heartbeat_at DATETIME "
+                "NOT NULL")  # as the unfixed 0002 made it
+        self.assertEqual(0, self._precision(db))
+        db.upgrade()
+        self.assertEqual(6, self._precision(db))
+
+    @staticmethod
+    def _precision(db: Database) -> int:
+        with db.engine.connect() as conn:
+            return int(conn.exec_driver_sql(
+                "SELECT DATETIME_PRECISION FROM information_schema.COLUMNS "
+                "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = "
+                "'conductors' AND COLUMN_NAME = 'heartbeat_at'"
+            ).scalar_one())

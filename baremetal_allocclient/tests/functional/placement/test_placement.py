@@ -419,10 +419,11 @@ class CapacityTests(testtools.TestCase):
                 [*argv, "--resource-class", rc, "-f", "json"])
             (cli_row,) = out
             self.assertEqual(
-                [rc, 4, 1, 2, "maintenance=1, not_available=1", 1],
-                [cli_row["Resource Class"], cli_row["Total"],
-                 cli_row["Allocated"], cli_row["Reserved"],
-                 cli_row["Reserved By Reason"], cli_row["Free"]],
+                {"resource_class": rc, "total": 4, "allocated": 1,
+                 "reserved": 2, "free": 1,
+                 "reserved_by_reason": {"maintenance": 1,
+                                        "not_available": 1}},
+                cli_row,
             )
 
     def test_capacity_database_backend(self) -> None:

@@ -60,8 +60,9 @@ class HostileCliTests(testtools.TestCase):
         self.assertLess(len(out), 20_000)  # the message is not the value
         self._expect(API_ERROR, ["create", "--resource-class", "rc",
                                  "--name", _BIG])
-        self._expect(API_ERROR, ["create", "--resource-class", "rc",
-                                 "--trait", "CUSTOM_" + "A" * 300])
+        # Traits are checked before anything is sent (usage error).
+        self._expect(USAGE, ["create", "--resource-class", "rc",
+                             "--trait", "CUSTOM_" + "A" * 300])
         self._expect(API_ERROR, ["show", _BIG], both)
         many = [arg for i in range(60) for arg in ("--trait", f"CUSTOM_{i}")]
         self._expect(API_ERROR, ["create", "--resource-class", "rc", *many])
@@ -101,12 +102,18 @@ class HostileCliTests(testtools.TestCase):
         self.assertIn(returned, (USAGE, API_ERROR))
 
     def test_injection_in_filters_matches_nothing(self) -> None:
-        # Filters are bound parameters: a quote is just a value (as in
-        # Ironic, an unknown state filter matches nothing).
-        for option in ("--state", "--resource-class", "--owner"):
+        # Filters are bound parameters: a quote is just a value.  The
+        # state filter is checked against the three states first.
+        for option in ("--resource-class", "--owner"):
             out = self._expect(OK, ["list", option,
                                     "x' OR '1'='1", "-f", "json"])
             self.assertEqual([], json.loads(out))
+        self._expect(USAGE, ["list", "--state", "x' OR '1'='1"])
+        # Sent raw, past the CLI, the server's filter still matches
+        # nothing, as Ironic's does.
+        listed = self.server.expect(
+            200, "GET", "/v1/allocations?state=x%27%20OR%20%271%27%3D%271")
+        self.assertEqual([], listed["allocations"])
 
     def test_hostile_endpoints(self) -> None:
         for endpoint in ("javascript:alert(1)", "file:///etc/passwd",

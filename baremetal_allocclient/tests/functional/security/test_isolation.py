@@ -128,6 +128,20 @@ class IsolationTests(testtools.TestCase):
             auth=self.alice)
         self.assertEqual(400, response.status_code, response.text)
 
+    def test_a_uuid_in_use_by_a_foreign_node_names_nothing(self) -> None:
+        node = self.server.make_nodes(1, "rc-" + uuid.uuid4().hex[:8],
+                                      owner=sup.PROJECT_B)[0]
+        instance = str(uuid.uuid4())
+        self.server.expect(200, "PATCH", f"/v1/nodes/{node['uuid']}", [
+            {"op": "add", "path": "/instance_uuid", "value": instance}])
+        response = self.server.request(
+            "POST", "/v1/allocations",
+            {"resource_class": self.rc, "uuid": instance}, auth=self.alice)
+        self.assertEqual(409, response.status_code, response.text)
+        self.assertIn("already in use", response.text)
+        self.assertNotIn(node["uuid"], response.text)
+        self.assertNotIn(node["name"] or node["uuid"], response.text)
+
     # -- list, get, update, delete -------------------------------------------
 
     def test_list_get_update_delete_of_other_projects(self) -> None:

@@ -80,6 +80,48 @@ class CommandTests(testtools.TestCase):
         self.assertEqual(0, result.returncode, result.stderr)
         self.assertIn("Enrolled 1 node(s)", result.stdout)
 
+    def test_enroll_creates_the_ports_of_nics(self) -> None:
+        self.server.upgrade()
+        path = os.path.join(self.server.tmpdir, "nics.json")
+        inventory = {
+            "n-0": {"driver": "fake-hardware", "resource_class": "rc",
+                    "nics": [{"mac": "00:01:02:03:04:05"},
+                             {"mac": "00:01:02:03:04:06",
+                              "extra": {"bond": "b0"},
+                              "pxe_enabled": False}]},
+            "n-1": {"nics": [{"mac": "00:01:02:03:04:07"}]},
+        }
+        with open(path, "w", encoding="utf-8") as stream:
+            json.dump(inventory, stream)
+        result = run_cli("enroll", "--db", self.server.db_url, path)
+        self.assertEqual(0, result.returncode, result.stderr)
+        self.assertIn("Enrolled 2 node(s)", result.stdout)
+        # Enrolling again skips the nodes and so their NICs.
+        again = run_cli("enroll", "--db", self.server.db_url, path)
+        self.assertEqual(0, again.returncode, again.stderr)
+        # A NIC whose MAC address a port has refuses the whole inventory.
+        clash = os.path.join(self.server.tmpdir, "clash.yaml")
+        with open(clash, "w", encoding="utf-8") as stream:
+            stream.write("n-2: {}\nn-3: {nics: [{mac: '00:01:02:03:04:07'}]}"
+                         "\n")
+        refused = run_cli("enroll", "--db", self.server.db_url, clash)
+        self.assertEqual(1, refused.returncode)
+        self.assertIn("a port with MAC address 00:01:02:03:04:07 already "
+                      "exists", refused.stderr)
+        self.server.start()
+        ports = self.server.request("GET", "/v1/ports/detail").json()["ports"]
+        node = self.server.request("GET", "/v1/nodes/n-0").json()
+        by_mac = {p["address"]: p for p in ports}
+        self.assertEqual(["00:01:02:03:04:05", "00:01:02:03:04:06",
+                          "00:01:02:03:04:07"], sorted(by_mac))
+        second = by_mac["00:01:02:03:04:06"]
+        self.assertEqual(node["uuid"], second["node_uuid"])
+        self.assertEqual({"bond": "b0"}, second["extra"])
+        self.assertIs(False, second["pxe_enabled"])
+        self.assertIs(True, by_mac["00:01:02:03:04:05"]["pxe_enabled"])
+        self.assertEqual(404, self.server.request(
+            "GET", "/v1/nodes/n-2").status_code)
+
     def test_enroll_rejects_bad_inventories(self) -> None:
         self.server.upgrade()
         cases = [

@@ -16,7 +16,7 @@ from unittest import mock
 import testtools
 
 from baremetal_allocclient import exceptions, shell
-from baremetal_allocclient.v1 import Allocation
+from baremetal_allocclient.v1 import Allocation, budget
 
 
 def _alloc(uuid: str, state: str = "active", **kw: Any) -> Allocation:
@@ -40,6 +40,9 @@ class FakeClient:
     def names(self) -> list[str]:
         return [c[0] for c in self.calls]
 
+    def deadline(self, timeout: float | None) -> budget.Deadline:
+        return budget.Deadline(timeout)
+
     def create_allocation(self, *args: Any, **kw: Any) -> Allocation:
         self._record("create_allocation", *args, **kw)
         self._n += 1
@@ -58,11 +61,14 @@ class FakeClient:
             raise self.wait_error
         return [_alloc(str(a.uuid)) for a in allocs]
 
-    def delete_allocation(self, ident: str, **kw: Any) -> None:
+    def delete_allocation(self, ident: str, **kw: Any) -> bool:
         self._record("delete_allocation", ident, **kw)
         if ident in self.missing:
+            if kw.get("ignore_missing"):
+                return False
             raise exceptions.NotFound(f"Allocation {ident} could not be "
                                       "found.", status_code=404)
+        return True
 
     def list_allocations(self, **kw: Any) -> Iterator[Allocation]:
         self._record("list_allocations", **kw)
@@ -129,19 +135,26 @@ class TestExitCodes(CommandTestCase):
         self.assertEqual("", out)
         self.assertIn("Allocation u1 failed: no node has CUSTOM_X", err)
         self.assertIn("Deleted allocation u1", err)
-        self.assertIn(("delete_allocation", ("u1",),
-                       {"ignore_missing": True}), self.client.calls)
+        deletes = [c for c in self.client.calls
+                   if c[0] == "delete_allocation"]
+        self.assertEqual([("u1",)], [c[1] for c in deletes])
+        self.assertTrue(deletes[0][2]["ignore_missing"])
         wait = self.client.calls[1]
-        self.assertIsNone(wait[2]["timeout"])  # bare --wait: no limit
+        # bare --wait: no limit
+        self.assertIsNone(wait[2]["deadline"].seconds)
 
     def test_failed_wait_without_cleanup_keeps_allocation(self) -> None:
         self.client.wait_error = exceptions.WaitTimeout(
             [_alloc("u1", "allocating")], 5.0)
-        code, _, err = self.run_cli("create", "--resource-class", "rc",
-                                    "--wait", "5")
+        code, out, err = self.run_cli("create", "--resource-class", "rc",
+                                      "--wait", "5", "-f", "json")
         self.assertEqual(1, code)
         self.assertIn("Timed out after 5 s", err)
         self.assertNotIn("delete_allocation", self.client.names())
+        # Nothing hidden: the allocation left behind is printed and named.
+        self.assertEqual("u1", json.loads(out)["uuid"])
+        self.assertIn("allocations left: u1 (release with: "
+                      "baremetal-alloc delete u1)", err)
 
     def test_interrupted_wait_cleans_up(self) -> None:
         self.client.wait_error = KeyboardInterrupt()
@@ -185,24 +198,29 @@ class TestOptionsToCalls(CommandTestCase):
         self.assertEqual(0, code)
         _, args, kw = self.client.calls[0]
         self.assertEqual(("rc",), args)
+        self.assertIsNone(kw.pop("deadline").seconds)
         self.assertEqual({
-            "traits": ["T1", "T2"], "candidate_nodes": ["n1"], "name": "x",
+            "traits": ("T1", "T2"), "candidate_nodes": ("n1",), "name": "x",
             "uuid": "u", "extra": {"a": "2"}, "node": None, "owner": "p",
-            "prefer_wait": None,
+            "prefer_wait": None, "constraints": None,
         }, kw)
         self.assertEqual("u1", json.loads(out)["uuid"])
 
     def test_one_waited_create_asks_the_server_to_hold_the_answer(
             self) -> None:
-        for wait, expected in (("30", 10.0), ("3", 3.0), ("0", 10.0)):
+        for wait, limit in (("30", 30.0), ("3", 3.0), ("0", None)):
             self.client.calls.clear()
             code, _, _ = self.run_cli("create", "--resource-class", "rc",
                                       "--wait", wait, "-f", "value")
             self.assertEqual(0, code)
             self.assertEqual(["create_allocation", "wait_for_allocation"],
                              self.client.names())
-            self.assertEqual(expected,
-                             self.client.calls[0][2]["prefer_wait"], wait)
+            create, wait_call = (c[2] for c in self.client.calls)
+            # The hold is capped by the SDK to what is left of the budget
+            # that the create and the wait share.
+            self.assertEqual(10.0, create["prefer_wait"], wait)
+            self.assertIs(create["deadline"], wait_call["deadline"])
+            self.assertEqual(limit, create["deadline"].seconds)
 
     def test_count_waits_for_all_at_once(self) -> None:
         code, out, _ = self.run_cli("create", "--resource-class", "rc",
@@ -212,7 +230,7 @@ class TestOptionsToCalls(CommandTestCase):
         self.assertEqual(["u1", "u2", "u3"], out.split())
         self.assertEqual(["create_allocation"] * 3 + ["wait_for_allocations"],
                          self.client.names())
-        self.assertEqual(30.0, self.client.calls[-1][2]["timeout"])
+        self.assertEqual(30.0, self.client.calls[-1][2]["deadline"].seconds)
         # Created back to back, not each held until it settled.
         self.assertEqual([None] * 3, [kw["prefer_wait"]
                                       for _, _, kw in self.client.calls[:3]])
@@ -250,3 +268,64 @@ class TestOptionsToCalls(CommandTestCase):
                    for verb in ("get", "show")]
         self.assertEqual(outputs[0], outputs[1])
         self.assertEqual("a", json.loads(outputs[0])["uuid"])
+
+
+class TestScriptPromises(CommandTestCase):
+    def test_output_shape_depends_on_count_not_on_n(self) -> None:
+        _, single, _ = self.run_cli("create", "--resource-class", "rc",
+                                    "-f", "json")
+        _, one, _ = self.run_cli("create", "--resource-class", "rc",
+                                 "--count", "1", "-f", "json")
+        _, two, _ = self.run_cli("create", "--resource-class", "rc",
+                                 "--count", "2", "-f", "json")
+        self.assertIsInstance(json.loads(single), dict)
+        self.assertEqual(1, len(json.loads(one)))
+        self.assertEqual(2, len(json.loads(two)))
+
+    def test_partial_count_prints_every_allocation(self) -> None:
+        results = [_alloc("u1", node_uuid="n1"),
+                   _alloc("u2", "error", last_error="no more nodes")]
+        self.client.wait_error = exceptions.AllocationFailed(
+            results[1], "no more nodes", results=results)
+        code, out, err = self.run_cli("create", "--resource-class", "rc",
+                                      "--count", "2", "--wait", "-f", "json")
+        self.assertEqual(1, code)
+        self.assertEqual([("u1", "active"), ("u2", "error")],
+                         [(a["uuid"], a["state"]) for a in json.loads(out)])
+        self.assertIn("Allocation u2 failed: no more nodes", err)
+        self.assertIn("allocations left: u1 u2", err)
+
+    def test_delete_on_failure_without_wait_is_a_usage_error(self) -> None:
+        code, _, err = self.run_cli("create", "--resource-class", "rc",
+                                    "--delete-on-failure")
+        self.assertEqual(2, code)
+        self.assertIn("--delete-on-failure needs --wait", err)
+        self.assertEqual([], self.client.calls)
+
+    def test_delete_ignore_missing_says_so(self) -> None:
+        self.client.missing = {"nope"}
+        code, out, _ = self.run_cli("delete", "nope", "--ignore-missing")
+        self.assertEqual(0, code)
+        self.assertEqual("Allocation nope not found; nothing to delete\n",
+                         out)
+
+    def test_bad_state_and_trait_are_usage_errors(self) -> None:
+        for argv, text in (
+            (("list", "--state", "bogus"), "allocating, active, error"),
+            (("create", "--resource-class", "rc", "--trait", "gpu"),
+             "CUSTOM_ followed by capital letters"),
+        ):
+            code, _, err = self.run_cli(*argv)
+            self.assertEqual(2, code, argv)
+            self.assertIn(text, err)
+        self.assertEqual([], self.client.calls)
+
+    def test_several_sort_keys(self) -> None:
+        self.client.listed = [_alloc("u1", name="b"), _alloc("u2", name="a"),
+                              _alloc("u3", "error", name="a")]
+        code, out, _ = self.run_cli("list", "--sort", "name:desc,state",
+                                    "-f", "value", "-c", "uuid")
+        self.assertEqual(0, code)
+        self.assertEqual(["u1", "u2", "u3"], out.split())
+        kw = self.client.calls[0][2]
+        self.assertEqual(("name", "desc"), (kw["sort_key"], kw["sort_dir"]))

@@ -48,11 +48,40 @@ class TestArgumentTypes(testtools.TestCase):
 
     def test_sort(self) -> None:
         sort = parsing.SortType(columns.SORTABLE)
-        self.assertEqual(("uuid", None), sort("uuid"))
-        self.assertEqual(("name", "desc"), sort("name:DESC"))
-        self.assertEqual(("created_at", "asc"), sort("created_at:asc"))
-        for bad in ("traits", "extra", "bogus", "uuid:up"):
+        self.assertEqual([("uuid", None)], sort("uuid"))
+        self.assertEqual([("name", "desc")], sort("name:DESC"))
+        self.assertEqual([("created_at", "asc")], sort("created_at:asc"))
+        # Several keys, as python-ironicclient's --sort accepts them.
+        self.assertEqual([("name", "desc"), ("state", None)],
+                         sort("name:desc,state"))
+        for bad in ("traits", "extra", "bogus", "uuid:up", "name,name"):
             self.assertRaises(argparse.ArgumentTypeError, sort, bad)
+
+    def test_trait_rule_is_spelled_out(self) -> None:
+        for good in ("CUSTOM_GPU", "HW_CPU_X86_AVX2"):
+            self.assertEqual(good, parsing.trait(good))
+        for bad in ("gpu", "custom_gpu", "CUSTOM_", "CUSTOM-GPU", ""):
+            error = self.assertRaises(argparse.ArgumentTypeError,
+                                      parsing.trait, bad)
+            self.assertIn("CUSTOM_ followed by capital letters", str(error))
+
+    def test_state_is_checked(self) -> None:
+        self.assertEqual("active", parsing.allocation_state("active"))
+        error = self.assertRaises(argparse.ArgumentTypeError,
+                                  parsing.allocation_state, "bogus")
+        self.assertIn("allocating, active, error", str(error))
+
+    def test_shell_format_is_one_record_only(self) -> None:
+        problem = parsing.create_arguments_problem(
+            resource_class="rc", node=None, count=1, name=None, uuid=None,
+            output_format="shell", listed=True)
+        self.assertIn("-f shell describes one allocation", problem or "")
+
+    def test_delete_on_failure_needs_wait(self) -> None:
+        problem = parsing.create_arguments_problem(
+            resource_class="rc", node=None, count=1, name=None, uuid=None,
+            output_format="table", wait=None, delete_on_failure=True)
+        self.assertIn("--delete-on-failure needs --wait", problem or "")
 
     def test_fields(self) -> None:
         fields = parsing.FieldsType(columns.ALL)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import threading
 
 import testtools
 
@@ -18,7 +19,7 @@ class _Tty(io.StringIO):
 class TestProgress(testtools.TestCase):
     def test_summary_counts_states(self) -> None:
         self.assertEqual(
-            "waiting 3s: 2 active, 1 allocating, 1 unknown",
+            "waiting 3s: 2 active, 1 allocating, 1 creating",
             progress.summary(["active", "allocating", "active", None], 3.2),
         )
 
@@ -26,10 +27,31 @@ class TestProgress(testtools.TestCase):
         self.assertIsNone(progress.for_stream(io.StringIO()))
         self.assertIsNotNone(progress.for_stream(_Tty()))
 
+    def test_draws_at_once_and_every_interval(self) -> None:
+        stream = _Tty()
+        now = [100.0]
+        ticked = threading.Event()
+
+        class _Stream(_Tty):
+            def write(self, text: str) -> int:
+                if "waiting 1s" in text:
+                    ticked.set()
+                return super().write(text)
+
+        stream = _Stream()
+        reporter = progress.TtyProgress(stream, clock=lambda: now[0],
+                                        interval=0.01)
+        reporter.start(2)
+        self.assertIn("\rwaiting 0s: 2 creating", stream.getvalue())
+        now[0] += 1.5  # time since the command started, not since a poll
+        self.assertTrue(ticked.wait(5))
+        reporter.close()
+        self.assertIn("waiting 1s: 2 creating", stream.getvalue())
+
     def test_draws_then_clears(self) -> None:
         stream = _Tty()
-        reporter = progress.for_stream(stream)
-        assert reporter is not None
+        reporter = progress.TtyProgress(stream, clock=lambda: 101.0)
+        reporter._start = 100.0
         allocations = (
             Allocation(uuid="a", state="allocating"),
             Allocation(uuid="b", state="active"),

@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import json
+from unittest import mock
 
+import psycopg
+import pymysql
 import testtools
+from sqlalchemy.exc import DataError, OperationalError, ProgrammingError
 from werkzeug.test import Client
 
+from baremetal_allocclient.server.api import allocations
 from baremetal_allocclient.server.api.context import Services
-from baremetal_allocclient.server.app import MAX_BODY, Application
+from baremetal_allocclient.server.app import (
+    INTERNAL_ERROR,
+    MAX_BODY,
+    Application,
+)
 from baremetal_allocclient.server.conductor.fake_hardware import FakeHardware
 from baremetal_allocclient.server.conductor.workers import AllocationWorkers
 from baremetal_allocclient.tests.unit.server._sqlite import SQLiteDatabase
@@ -76,3 +85,104 @@ class AppTests(testtools.TestCase):
     def test_wrong_method_is_405(self) -> None:
         resp = self.client.put("/v1/allocations", headers=LATEST)
         self.assertEqual(405, resp.status_code)
+
+
+class ErrorBodyTests(testtools.TestCase):
+    """What a handler's unexpected failure looks like from outside."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        db = self.useFixture(SQLiteDatabase()).db
+        workers = AllocationWorkers(db, "test", workers=1, backlog=0)
+        self.addCleanup(workers.shutdown)
+        hardware = FakeHardware(db, step_delay=0.01)
+        self.addCleanup(hardware.shutdown)
+        self.app = Application(Services(db, workers, hardware, "test"))
+        self.client = Client(self.app)
+        self.endpoint = next(
+            name for name, func in self.app._handlers.items()
+            if func is allocations.list_allocations)
+
+    def answer_when_raising(self, exc: Exception) -> tuple[int, str, str]:
+        """(status, faultcode, faultstring) of GET /v1/allocations whose
+        handler raises ``exc``."""
+
+        def handler(ctx: object) -> None:
+            raise exc
+
+        self.app._handlers[self.endpoint] = handler
+        resp = self.client.get("/v1/allocations", headers=LATEST)
+        fault = json.loads(json.loads(resp.data)["error_message"])
+        self.assertIsNone(fault["debuginfo"])
+        return resp.status_code, fault["faultcode"], fault["faultstring"]
+
+    def test_a_bug_is_a_500_naming_nothing(self) -> None:
+        secret = "SELECT password FROM users WHERE id = 'x\\x00'"
+        for exc in (
+            RuntimeError(secret),
+            ProgrammingError(secret, {}, Exception(secret)),
+            OperationalError(secret, {}, pymysql.err.OperationalError(
+                1146, f"Table doesn't exist: {secret}")),
+        ):
+            status, code, message = self.answer_when_raising(exc)
+            self.assertEqual((500, "Server", INTERNAL_ERROR),
+                             (status, code, message), repr(exc))
+
+    def test_a_value_the_database_refuses_is_a_400(self) -> None:
+        for orig in (
+            psycopg.DataError("text fields cannot contain NUL (0x00)"),
+            pymysql.err.OperationalError(4025, "CONSTRAINT failed"),
+        ):
+            exc = (DataError if isinstance(orig, psycopg.Error)
+                   else OperationalError)("INSERT x", {}, orig)
+            status, code, message = self.answer_when_raising(exc)
+            self.assertEqual(400, status, repr(exc))
+            self.assertEqual("Client", code)
+            self.assertNotIn("INSERT", message)
+
+    def test_a_lost_connection_is_a_503(self) -> None:
+        exc = OperationalError("SELECT 1", {}, pymysql.err.OperationalError(
+            2013, "Lost connection to server during query"))
+        status, _code, message = self.answer_when_raising(exc)
+        self.assertEqual(503, status)
+        self.assertIn("temporarily unavailable", message)
+
+
+class _Deadlock(Exception):
+    sqlstate = "40P01"
+
+
+class AfterCommitTests(testtools.TestCase):
+    """Once the allocation row is committed, the answer is a 201."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        db = self.useFixture(SQLiteDatabase()).db
+        self.workers = AllocationWorkers(db, "test", workers=1, backlog=4)
+        self.addCleanup(self.workers.shutdown)
+        hardware = FakeHardware(db, step_delay=0.01)
+        self.addCleanup(hardware.shutdown)
+        self.client = Client(
+            Application(Services(db, self.workers, hardware, "test")))
+
+    def test_a_failing_wait_answers_the_stored_allocation(self) -> None:
+        failures = (
+            # A deadlock once made the whole create run again (a second
+            # allocation per retry).
+            OperationalError("SELECT", {}, _Deadlock()),
+            OperationalError("SELECT", {}, pymysql.err.OperationalError(
+                2013, "Lost connection")),
+            RuntimeError("bug"),
+        )
+        for number, failure in enumerate(failures, start=1):
+            with mock.patch.object(self.workers, "settle",
+                                   side_effect=failure):
+                resp = self.client.post(
+                    "/v1/allocations", json={"resource_class": "rc"},
+                    headers={**LATEST, "Prefer": "wait=5"})
+            self.assertEqual(201, resp.status_code, resp.data)
+            assert resp.json is not None
+            self.assertEqual("allocating", resp.json["state"])
+            listed = self.client.get("/v1/allocations", headers=LATEST).json
+            assert listed is not None
+            self.assertEqual(number, len(listed["allocations"]), failure)

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import datetime
+import sqlite3
 import threading
 import time
 import uuid
 from unittest import mock
 
 import fixtures
+import psycopg
+import pymysql
 import testtools
 from sqlalchemy import select, update
 from sqlalchemy.exc import (
+    DataError,
     DBAPIError,
     IntegrityError,
+    InterfaceError,
     OperationalError,
 )
 from sqlalchemy.exc import TimeoutError as PoolTimeout
@@ -27,7 +32,11 @@ from baremetal_allocclient.server.conductor.membership import (
 from baremetal_allocclient.server.conductor.takeover import Takeover
 from baremetal_allocclient.server.conductor.workers import AllocationWorkers
 from baremetal_allocclient.server.db import conductors
-from baremetal_allocclient.server.db.engine import is_unavailable
+from baremetal_allocclient.server.db.engine import (
+    is_bad_data,
+    is_transient,
+    is_unavailable,
+)
 from baremetal_allocclient.server.db.models import (
     Allocation,
     Conductor,
@@ -35,28 +44,93 @@ from baremetal_allocclient.server.db.models import (
 )
 from baremetal_allocclient.tests.unit.server._sqlite import SQLiteDatabase
 
+TIMEOUT = datetime.timedelta(seconds=60)
+
 
 class _Deadlock(Exception):
     sqlstate = "40P01"
 
 
+def _sqlite_error(message: str, code: int) -> sqlite3.OperationalError:
+    error = sqlite3.OperationalError(message)
+    error.sqlite_errorcode = code  # set by sqlite3 itself when raised
+    return error
+
+
+def outage() -> OperationalError:
+    """What psycopg raises when the server refuses the connection."""
+    return OperationalError("SELECT", {},
+                            psycopg.OperationalError("refused"))
+
+
 class IsUnavailableTests(testtools.TestCase):
+    """Only connection-level failures are outages (503, retried); the
+    rest is the request's fault (400) or a bug (500), never retried."""
+
     def test_table(self) -> None:
         lost = DBAPIError("SELECT 1", {}, Exception("gone"),
                           connection_invalidated=True)
-        cases: list[tuple[BaseException, bool]] = [
-            (OperationalError("SELECT 1", {}, Exception("refused")), True),
-            (lost, True),
-            (PoolTimeout("QueuePool limit reached"), True),
-            (OperationalError("SELECT 1", {}, _Deadlock()), False),
+        mysql = pymysql.err
+        cases: list[tuple[BaseException, bool, bool]] = [
+            (outage(), True, False),
+            (lost, True, False),
+            (PoolTimeout("QueuePool limit reached"), True, False),
+            (OperationalError("SELECT 1", {}, psycopg.errors.AdminShutdown(
+                "terminating connection")), True, False),
             (OperationalError("SELECT 1", {},
-                              Exception(1213, "Deadlock found")), False),
-            (IntegrityError("INSERT", {}, Exception("duplicate")), False),
-            (DBAPIError("SELECT 1", {}, Exception("syntax")), False),
-            (ValueError("not a database error"), False),
+                              psycopg.errors.ConnectionFailure("x")),
+             True, False),
+            (OperationalError("SELECT 1", {}, mysql.OperationalError(
+                2013, "Lost connection to server during query")),
+             True, False),
+            (OperationalError("SELECT 1", {}, mysql.OperationalError(
+                2003, "Can't connect")), True, False),
+            (InterfaceError("SELECT 1", {}, mysql.InterfaceError(0, "")),
+             True, False),
+            (OperationalError("SELECT 1", {}, _sqlite_error(
+                "database is locked", 5)), True, False),
+            (OperationalError("SELECT 1", {}, _sqlite_error(
+                "disk I/O error", 10 | 3 << 8)), True, False),
+            (OperationalError("SELECT 1", {}, _sqlite_error(
+                "no such table: nodes", 1)), False, False),
+            # Python 3.10's sqlite3 has no error codes: the message counts.
+            (OperationalError("SELECT 1", {}, sqlite3.OperationalError(
+                "database is locked")), True, False),
+            (OperationalError("SELECT 1", {}, sqlite3.OperationalError(
+                "no such table: nodes")), False, False),
+            (OperationalError("SELECT 1", {}, _Deadlock()), False, False),
+            (OperationalError("SELECT 1", {}, mysql.OperationalError(
+                1213, "Deadlock found")), False, False),
+            # MariaDB's JSON check refusing NaN, and a bad string value:
+            # both were 503 "unavailable" before.
+            (OperationalError("INSERT", {}, mysql.OperationalError(
+                4025, "CONSTRAINT `nodes.extra` failed")), False, True),
+            (OperationalError("INSERT", {}, mysql.OperationalError(
+                1366, "Incorrect string value")), False, True),
+            (OperationalError("SELECT 1", {}, mysql.OperationalError(
+                1146, "Table 'x' doesn't exist")), False, False),
+            (DataError("INSERT", {}, psycopg.DataError(
+                "PostgreSQL text fields cannot contain NUL (0x00) bytes")),
+             False, True),
+            (DataError("INSERT", {}, psycopg.errors.InvalidTextRepresentation(
+                "invalid input syntax for type json")), False, True),
+            (OperationalError("SELECT 1", {}, Exception("refused")),
+             False, False),
+            (IntegrityError("INSERT", {}, Exception("duplicate")),
+             False, False),
+            (DBAPIError("SELECT 1", {}, Exception("syntax")), False, False),
+            (ValueError("not a database error"), False, False),
         ]
-        for exc, expected in cases:
-            self.assertEqual(expected, is_unavailable(exc), repr(exc))
+        for exc, unavailable, bad_data in cases:
+            self.assertEqual(unavailable, is_unavailable(exc), repr(exc))
+            self.assertEqual(bad_data, is_bad_data(exc), repr(exc))
+
+    def test_lock_timeouts_are_transient_on_both_servers(self) -> None:
+        for orig in (psycopg.errors.LockNotAvailable("lock timeout"),
+                     pymysql.err.OperationalError(1205, "Lock wait timeout")):
+            exc = OperationalError("UPDATE", {}, orig)
+            self.assertTrue(is_transient(exc), repr(orig))
+            self.assertFalse(is_unavailable(exc), repr(orig))
 
 
 class _DbCase(testtools.TestCase):
@@ -64,6 +138,7 @@ class _DbCase(testtools.TestCase):
         super().setUp()
         self.logs = self.useFixture(fixtures.FakeLogger())
         self.db = self.useFixture(SQLiteDatabase()).db
+        self.uuids: dict[int, str] = {}
 
     def _allocation(self, affinity: str | None,
                     age: float = 0.0) -> int:
@@ -76,6 +151,7 @@ class _DbCase(testtools.TestCase):
             )
             session.add(row)
             session.flush()
+            self.uuids[row.id] = row.uuid
             return row.id
 
     def _age_heartbeat(self, name: str, seconds: float) -> None:
@@ -96,8 +172,7 @@ class _DbCase(testtools.TestCase):
 
 class ConductorQueryTests(_DbCase):
     def test_register_heartbeat_and_offline(self) -> None:
-        conductors.register(self.db, "a")
-        conductors.register(self.db, "a")  # a restart reuses the row
+        self.assertTrue(conductors.register(self.db, "a", TIMEOUT))
         rows, now = conductors.conductors_and_now(self.db)
         self.assertEqual(["a"], [r.name for r in rows])
         self.assertTrue(rows[0].online)
@@ -111,16 +186,33 @@ class ConductorQueryTests(_DbCase):
         rows, _now = conductors.conductors_and_now(self.db)
         self.assertTrue(rows[0].online)
 
+    def test_register_is_refused_only_while_a_live_process_holds_it(
+            self) -> None:
+        self.assertTrue(conductors.register(self.db, "a", TIMEOUT))  # new
+        self.assertFalse(conductors.register(self.db, "a", TIMEOUT))  # twin
+        conductors.mark_offline(self.db, "a")  # stopped gracefully
+        self.assertTrue(conductors.register(self.db, "a", TIMEOUT))
+        self._age_heartbeat("a", 61)  # crashed long ago
+        self.assertTrue(conductors.register(self.db, "a", TIMEOUT))
+        rows, _now = conductors.conductors_and_now(self.db)
+        self.assertEqual(["a"], [r.name for r in rows])  # one row reused
+
     def test_take_over_is_a_compare_and_set(self) -> None:
         dead = self._allocation("dead")
         orphan = self._allocation(None)
-        self.assertTrue(conductors.take_over(self.db, dead, "dead", "b"))
+        take = conductors.take_over
+        self.assertTrue(take(self.db, dead, self.uuids[dead], "dead", "b"))
         # The second claimant lost: the affinity is no longer "dead".
-        self.assertFalse(conductors.take_over(self.db, dead, "dead", "c"))
+        self.assertFalse(take(self.db, dead, self.uuids[dead], "dead", "c"))
         self.assertEqual("b", self._affinity(dead))
-        self.assertTrue(conductors.take_over(self.db, orphan, None, "c"))
-        self.assertFalse(conductors.take_over(self.db, orphan, None, "b"))
+        self.assertTrue(take(self.db, orphan, self.uuids[orphan], None, "c"))
+        self.assertFalse(take(self.db, orphan, self.uuids[orphan], None,
+                              "b"))
         self.assertEqual("c", self._affinity(orphan))
+        # The id alone is not enough: the UUID must match too.
+        other = self._allocation("dead")
+        self.assertFalse(take(self.db, other, self.uuids[dead], "dead", "b"))
+        self.assertEqual("dead", self._affinity(other))
 
     def test_allocating_ids_and_counts(self) -> None:
         old = self._allocation("a", age=60)
@@ -151,7 +243,7 @@ class MembershipTests(_DbCase):
         self.assertRaises(ConductorNameInUse, second.join)
 
     def test_crashed_predecessor_is_waited_out(self) -> None:
-        conductors.register(self.db, "same")  # never heartbeats again
+        conductors.register(self.db, "same", TIMEOUT)  # never beats again
         Membership(self.db, "same", interval=0.05, timeout=0.3).join()
 
     def test_leave_marks_offline(self) -> None:
@@ -172,7 +264,7 @@ class TakeoverTests(_DbCase):
 
     def test_claims_dead_rows_up_to_free_slots_only(self) -> None:
         for name in ("me", "dead", "live"):
-            conductors.register(self.db, name)
+            conductors.register(self.db, name, TIMEOUT)
         self._age_heartbeat("dead", 120)
         dead = [self._allocation("dead") for _ in range(3)]
         live = self._allocation("live")
@@ -180,7 +272,7 @@ class TakeoverTests(_DbCase):
         gate = threading.Event()
         workers = self._workers(2)
         with mock.patch.object(workers, "process",
-                               side_effect=lambda _i, _job: gate.wait(10)):
+                               side_effect=lambda _i, _u, _job: gate.wait(10)):
             takeover = Takeover(self.db, workers, heartbeat_timeout=60,
                                 interval=1)
             self.assertEqual(2, takeover.run_once())
@@ -193,7 +285,7 @@ class TakeoverTests(_DbCase):
         self.assertEqual("me", self._affinity(mine))
 
     def test_own_heartbeat_lag_takes_nothing(self) -> None:
-        conductors.register(self.db, "me")
+        conductors.register(self.db, "me", TIMEOUT)
         self._age_heartbeat("me", 3600)
         mine = self._allocation("me")
         workers = self._workers(2)
@@ -206,7 +298,7 @@ class TakeoverTests(_DbCase):
         self.assertEqual("me", self._affinity(mine))
 
     def test_requeues_own_rows_no_worker_holds(self) -> None:
-        conductors.register(self.db, "me")
+        conductors.register(self.db, "me", TIMEOUT)
         stale = self._allocation("me", age=60)
         self._allocation("me")  # just stored: its request submits it
         workers = self._workers(4)
@@ -215,27 +307,27 @@ class TakeoverTests(_DbCase):
                             interval=1)
         with mock.patch.object(workers, "submit") as submit:
             self.assertEqual(1, takeover.run_once())
-        submit.assert_called_once_with(stale)
+        submit.assert_called_once_with(stale, self.uuids[stale])
 
 
 class WorkerOutageTests(_DbCase):
     def test_unavailable_database_is_retried_not_failed(self) -> None:
         allocation = self._allocation("me")
         workers = AllocationWorkers(self.db, "me", workers=1, backlog=0)
-        outage = OperationalError("SELECT", {}, Exception("refused"))
+        down_error = outage()
         calls: list[int] = []
 
-        def flaky(allocation_id: int, _job: object) -> None:
+        def flaky(allocation_id: int, _uuid: str, _job: object) -> None:
             calls.append(allocation_id)
             if len(calls) < 3:
-                raise outage
+                raise down_error
 
         with (
             mock.patch.object(workers_mod, "RETRY_FIRST", 0.01),
             mock.patch.object(workers, "process", side_effect=flaky),
         ):
             self.assertTrue(workers.try_reserve_slot())
-            workers.submit(allocation)
+            workers.submit(allocation, self.uuids[allocation])
             deadline = time.monotonic() + 10
             while workers.is_inflight(allocation):
                 self.assertLess(time.monotonic(), deadline)
@@ -253,16 +345,16 @@ class WorkerOutageTests(_DbCase):
     def test_stop_during_outage_leaves_the_row(self) -> None:
         allocation = self._allocation("me")
         workers = AllocationWorkers(self.db, "me", workers=1, backlog=0)
-        outage = OperationalError("SELECT", {}, Exception("refused"))
+        down_error = outage()
         attempted = threading.Event()
 
-        def down(_allocation_id: int, _job: object) -> None:
+        def down(_allocation_id: int, _uuid: str, _job: object) -> None:
             attempted.set()
-            raise outage
+            raise down_error
 
         with mock.patch.object(workers, "process", side_effect=down):
             self.assertTrue(workers.try_reserve_slot())
-            workers.submit(allocation)
+            workers.submit(allocation, self.uuids[allocation])
             self.assertTrue(attempted.wait(10))
             workers.shutdown()  # must not hang in the retry loop
         self.assertFalse(workers.is_inflight(allocation))
@@ -294,7 +386,7 @@ class SettleTests(_DbCase):
         def spy(job: Job) -> Settled | None:
             self.threads.append(threading.current_thread())
             if len(self.threads) <= self.outages:
-                raise OperationalError("SELECT", {}, Exception("refused"))
+                raise outage()
             return real(job)
 
         patcher = mock.patch.object(self.workers.backend, "allocate",
@@ -336,6 +428,19 @@ class SettleTests(_DbCase):
         self.assertIsNot(threading.current_thread(), self.threads[1])
         self.assertIn("handing it to a worker", self.logs.output)
         self.assert_settled_in_error(settled)
+
+    def test_a_bug_is_recorded_without_its_text(self) -> None:
+        with mock.patch.object(
+            self.workers.backend, "allocate",
+            side_effect=RuntimeError("SELECT secret FROM nodes"),
+        ):
+            self.assertIsNone(self.settle())
+        with self.db.read() as session:
+            row = session.get(Allocation, self.allocation)
+            assert row is not None
+        self.assertEqual(("error", workers_mod.UNEXPECTED_FAILURE),
+                         (row.state, row.last_error))
+        self.assertIn("SELECT secret", self.logs.output)  # logged instead
 
     def test_a_wait_that_ends_first_answers_none(self) -> None:
         self.workers._delay = 0.5  # as serve --allocation-delay 0.5

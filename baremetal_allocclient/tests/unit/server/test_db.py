@@ -6,12 +6,15 @@ import testtools
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import select
+from sqlalchemy.engine import make_url
+from sqlalchemy.schema import CreateTable
 
 from baremetal_allocclient.server.db import queries
 from baremetal_allocclient.server.db.engine import SchemaOutOfDate
 from baremetal_allocclient.server.db.models import (
     Allocation,
     Base,
+    Conductor,
     Node,
     utcnow,
 )
@@ -40,6 +43,12 @@ class SchemaTests(DbTestCase):
             diff = compare_metadata(MigrationContext.configure(conn),
                                     Base.metadata)
         self.assertEqual([], diff)
+
+    def test_heartbeat_is_precise_on_both_mysql_dialect_names(self) -> None:
+        for url in ("mysql+pymysql://", "mariadb+pymysql://"):
+            ddl = str(CreateTable(Conductor.__table__).compile(
+                dialect=make_url(url).get_dialect()()))
+            self.assertIn("heartbeat_at DATETIME(6) NOT NULL", ddl, url)
 
 
 class ReservationTests(DbTestCase):
@@ -89,10 +98,40 @@ class ReservationTests(DbTestCase):
                              (loser.state, loser.node_id))
 
     def test_foreign_affinity_is_not_touched(self) -> None:
-        self.assertEqual(queries.Reservation.ALLOCATION_GONE,
+        self.assertEqual(queries.Reservation.NOT_OURS,
                          self.reserve(0, affinity="someone-else"))
         self.assertFalse(queries.fail_allocation(
-            self.db, self.alloc_ids[0], "someone-else", "x"))
+            self.db, self.alloc_ids[0], "a-0", "someone-else", "x"))
+
+    def test_same_id_other_uuid_is_not_touched(self) -> None:
+        """A worker holding a deleted allocation's id never writes into
+        another allocation with that id (ids are not reused either)."""
+        self.assertEqual(
+            queries.Reservation.ALLOCATION_DELETED,
+            queries.reserve(self.db, self.alloc_ids[0], "deleted-one",
+                            self.node_id, self.request, self.filters, "me"),
+        )
+        self.assertFalse(queries.fail_allocation(
+            self.db, self.alloc_ids[0], "deleted-one", "me", "x"))
+        with self.db.read() as session:
+            row = session.get(Allocation, self.alloc_ids[0])
+            node = session.get(Node, self.node_id)
+            assert row is not None and node is not None
+            self.assertEqual(("allocating", None), (row.state, row.last_error))
+            self.assertIsNone(node.allocation_id)
+
+    def test_deleted_allocation_id_is_never_reused(self) -> None:
+        with self.db.write() as session:
+            top = session.get(Allocation, self.alloc_ids[1])
+            assert top is not None
+            queries.release_in_session(session, top)
+        with self.db.write() as session:
+            fresh = Allocation(uuid="a-new", state="allocating",
+                               resource_class="rc", traits=[],
+                               candidate_nodes=[], extra={},
+                               conductor_affinity="me", created_at=utcnow())
+            queries.insert_allocation(session, fresh)
+        self.assertGreater(fresh.id, self.alloc_ids[1])
 
     def test_release_frees_the_node(self) -> None:
         self.reserve(0)

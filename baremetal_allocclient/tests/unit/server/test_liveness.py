@@ -10,7 +10,6 @@ from baremetal_allocclient.server.conductor.liveness import (
     ConductorState,
     is_dead,
     orphaned_affinities,
-    registration_blocked,
     takeover_plan,
 )
 
@@ -84,18 +83,3 @@ class TakeoverPlanTests(testtools.TestCase):
             self.assertEqual(expected, takeover_plan(orphans, free),
                              (orphans, free))
 
-
-class RegistrationBlockedTests(testtools.TestCase):
-    def test_table(self) -> None:
-        cases = [
-            (None, False),                        # first start
-            (_c("me", 1), True),                  # a live twin, or a
-                                                  # crash seconds ago
-            (_c("me", 61), False),                # crashed long ago
-            (_c("me", 0, online=False), False),   # stopped gracefully
-        ]
-        for existing, blocked in cases:
-            self.assertEqual(
-                blocked, registration_blocked(existing, NOW, TIMEOUT),
-                existing,
-            )

@@ -23,6 +23,10 @@ class TransitionTests(testtools.TestCase):
             ("undeploy", "deploy failed",
              [("deleting", "available"), ("cleaning", "available")],
              "available"),
+            ("inspect", "manageable", [("inspecting", "manageable")],
+             "manageable"),
+            ("inspect", "inspect failed", [("inspecting", "manageable")],
+             "manageable"),
         ]
         for verb, start, steps, final in cases:
             transition = ns.transition_for(verb, start)
@@ -35,7 +39,9 @@ class TransitionTests(testtools.TestCase):
                             ("manage", "manageable"), ("deleted",
                                                        "available"),
                             ("bogus", "available"),
-                            ("active", "deploying")]:
+                            ("active", "deploying"),
+                            ("inspect", "available"),
+                            ("inspect", "enroll")]:
             self.assertIsNone(ns.transition_for(verb, start))
 
     def test_only_undeploy_releases(self) -> None:

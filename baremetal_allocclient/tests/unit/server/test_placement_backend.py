@@ -117,6 +117,39 @@ class AllocateTests(BackendCase):
         self.assertIsNone(self.backend.allocate(job))
         self.assertEqual({}, self.placement.consumers)
 
+    def test_stalled_former_owner_leaves_the_new_owners_claim(self) -> None:
+        """After a take-over, the former owner's late reservation must not
+        delete the claim that the new owner holds under the same
+        allocation UUID (issue 13, item 4)."""
+        job = self.job()
+        original_reserve = backend_mod.queries.reserve
+
+        stalled: list[bool] = []
+
+        def taken_over_meanwhile(*args: object, **kwargs: object) -> object:
+            if stalled:  # the new owner's own reservation
+                return original_reserve(*args, **kwargs)  # type: ignore
+            stalled.append(True)
+            # The former owner stalled between its claim and its
+            # reservation: another conductor took the allocation over
+            # and finished it on the node claimed under this UUID.
+            with self.db.write() as session:
+                session.execute(update(Allocation).values(
+                    conductor_affinity="c2"))
+            new_owner = Job(job.allocation_id, job.allocation_uuid,
+                            job.request, job.filters, "c2")
+            self.assertIsNotNone(self.backend.allocate(new_owner))
+            return original_reserve(*args, **kwargs)  # type: ignore[arg-type]
+
+        with mock.patch.object(backend_mod.queries, "reserve",
+                               side_effect=taken_over_meanwhile):
+            self.assertIsNone(self.backend.allocate(job))
+        alloc = self.allocation("a1")
+        self.assertEqual(("active", "c2"),
+                         (alloc.state, alloc.conductor_affinity))
+        node = self.node_of("a1")
+        self.assertEqual({node: {RC: 1}}, self.placement.consumers["a1"])
+
     def test_claim_is_undone_when_the_database_fails(self) -> None:
         job = self.job()
         with mock.patch.object(backend_mod.queries, "reserve",

@@ -116,6 +116,11 @@ class CapacityCliTests(testtools.TestCase):
             "reserved": 2, "free": 1,
             "reserved_by_reason": {"not_available": 1, "maintenance": 1},
         }])
-        self.assertEqual(
-            [("gold", 4, 1, 2, "maintenance=1, not_available=1", 1)], rows)
+        ((*counts, reasons, free),) = rows
+        self.assertEqual(["gold", 4, 1, 2], counts)
+        self.assertEqual(1, free)
+        self.assertEqual("maintenance=1, not_available=1",
+                         reasons.human_readable())
+        self.assertEqual({"not_available": 1, "maintenance": 1},
+                         reasons.machine_readable())
         self.assertEqual("", capacity_cli.format_reasons({}))

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import testtools
 
-from baremetal_allocclient.server.api.prefer import requested_wait
+from baremetal_allocclient.server.api.prefer import (
+    WaitPermits,
+    requested_wait,
+    waiting_capacity,
+)
 
 
 class RequestedWaitTests(testtools.TestCase):
@@ -32,3 +36,19 @@ class RequestedWaitTests(testtools.TestCase):
         for value in ("wait", "wait=", "wait=-1", "wait=1.5", "wait=abc",
                       "wait=\u0663", ",,;", "=5"):
             self.assertEqual(0.0, requested_wait([value], 10), value)
+
+
+class WaitPermitsTests(testtools.TestCase):
+    def test_at_most_capacity_then_refused_until_released(self) -> None:
+        permits = WaitPermits(2)
+        self.assertEqual([True, True, False],
+                         [permits.try_acquire() for _ in range(3)])
+        permits.release()
+        self.assertTrue(permits.try_acquire())
+
+    def test_release_without_acquire_is_a_bug(self) -> None:
+        self.assertRaises(RuntimeError, WaitPermits(1).release)
+
+    def test_half_of_the_request_threads_at_least_one(self) -> None:
+        self.assertEqual([1, 1, 4, 16],
+                         [waiting_capacity(n) for n in (1, 2, 8, 32)])

@@ -68,3 +68,15 @@ class NameAndUuidTests(testtools.TestCase):
             self.assertEqual(valid, schemas.is_uuid(value), str(value))
         self.assertTrue(schemas.is_uuid_like(good.replace("-", "")))
         self.assertFalse(schemas.is_uuid_like("node-1"))
+
+
+class CanonicalUuidTests(testtools.TestCase):
+    def test_lower_case_hyphenated(self) -> None:
+        lower = "a1b2c3d4-e5f6-4a1b-8c2d-e3f4a5b6c7d8"
+        for given in (lower, lower.upper(), lower.replace("-", "").upper(),
+                      "{" + lower.upper() + "}", "urn:uuid:" + lower):
+            self.assertEqual(lower, schemas.canonical_uuid(given), given)
+
+    def test_names_are_left_alone(self) -> None:
+        for name in ("Node-1", "ABC", "a1b2c3d4"):
+            self.assertEqual(name, schemas.canonical_uuid(name))

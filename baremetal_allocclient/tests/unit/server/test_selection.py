@@ -6,6 +6,7 @@ import random
 
 import testtools
 
+from baremetal_allocclient import constraints as model
 from baremetal_allocclient.server.logic import selection as sel
 from baremetal_allocclient.server.logic.selection import Filter, Request
 
@@ -101,3 +102,40 @@ class OrderTests(testtools.TestCase):
         self.assertEqual(expected,
                          sel.order_candidates(candidates, "zzz", rng))
         self.assertEqual([], sel.order_candidates([], "x", rng))
+
+
+class ConstraintFilterTests(testtools.TestCase):
+    """The extension's filters follow the shared funnel order and say
+    which SQL variant a property constraint needs."""
+
+    def test_filters_variants_and_wording(self) -> None:
+        wanted = model.Constraints(
+            forbidden_traits=("CUSTOM_X",), shard="s1", node_owner="p",
+            properties=(model.property_constraint("cpus", "min", 8),
+                        model.property_constraint("cpus", "eq", "16"),
+                        model.property_constraint("arch", "eq", "arm")))
+        request = sel.Request("gold", traits=("CUSTOM_A",),
+                                    constraints=wanted)
+        filters = sel.active_filters(request)
+        self.assertEqual(
+            [sel.Filter.RESOURCE_CLASS, sel.Filter.TRAITS,
+             ("node_owner", 0, ""), ("forbidden_traits", 0, ""),
+             ("property", 0, "min"), ("property", 1, "eq_number"),
+             ("property", 2, "eq_text"), ("shard", 0, "")],
+            [f if isinstance(f, sel.Filter)
+             else (f.kind.value, f.position, f.variant) for f in filters])
+        reasons = [sel.empty_reason(request, f) for f in filters[2:]]
+        self.assertEqual([
+            "no suitable nodes match the constraint node_owner p",
+            "no suitable nodes match the constraint forbidden_traits "
+            "CUSTOM_X",
+            "no suitable nodes match the constraint property cpus>=8",
+            "no suitable nodes match the constraint property cpus=16",
+            "no suitable nodes match the constraint property arch=arm",
+            "no suitable nodes match the constraint shard s1",
+        ], reasons)
+        self.assertEqual("p", sel.Request(
+            "gold", name="n", constraints=model.Constraints(
+                node_name="p")).preferred_name)
+        self.assertEqual("n", sel.Request("gold", name="n")
+                         .preferred_name)

@@ -76,8 +76,9 @@ class WaitOneTest(testtools.TestCase):
             sleep=self.clock.sleep)
         self.assertEqual(3.0, error.timeout)
         self.assertEqual("allocating", error.last_state)
-        self.assertEqual(1003.0, polls[-1])
-        self.assertEqual([0.05, 0.1, 0.2, 0.4, 0.8, 1.45],
+        # One last poll with budget.FINAL_POLL seconds left for it.
+        self.assertAlmostEqual(1002.8, polls[-1])
+        self.assertEqual([0.05, 0.1, 0.2, 0.4, 0.8, 1.25],
                          [round(s, 6) for s in self.clock.sleeps])
 
     def test_zero_timeout_checks_once(self) -> None:

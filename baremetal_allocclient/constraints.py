@@ -1,0 +1,408 @@
+"""Node constraints beyond traits, and the selection funnel (pure).
+
+Shared by the SDK (client-side prefiltering against Ironic, ``explain``)
+and the reference server (which evaluates the same constraints in SQL and
+words ``last_error`` and ``explain`` from the same steps).  Standard
+library only: the server imports this module, never the SDK.
+
+A request is narrowed by :func:`steps`, in this order: resource class,
+``available``, not in maintenance, with a power state, unreserved, the
+allocation's owner (node owner *or* lessee, as Ironic matches it), node
+owner, node lessee, required traits, forbidden traits, each property
+constraint, conductor group, shard, required node name, candidate nodes.
+The same order is used everywhere, so the funnel of one request is the
+same on both servers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+#: Bounds on what one request may carry (server schema and SDK checks).
+MAX_PROPERTY_CONSTRAINTS = 20
+MAX_FORBIDDEN_TRAITS = 50
+MAX_KEY = 255
+
+#: The extension's name, as advertised in ``GET /v1`` ("extensions").
+EXTENSION = "constraints"
+#: Header naming the extensions a request opts into (comma separated).
+EXTENSION_HEADER = "X-Baremetal-Alloc-Extensions"
+#: The reference server's explain endpoint (part of the extension).
+EXPLAIN_PATH = "/v1/allocation_explain"
+
+
+class ConstraintError(ValueError):
+    """A constraint that cannot be evaluated (bad key, value or operator)."""
+
+
+def as_number(value: Any) -> float | None:
+    """A property value as a number: ints, floats and numeric strings
+    ("8", " 16.5 "); booleans, other strings and non-finite values are
+    not numbers."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        number = float(value)
+    elif isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            return None
+    else:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def as_text(value: Any) -> str | None:
+    """A property value as text for exact matching: strings as they are,
+    booleans as ``true``/``false``, whole numbers without a fraction,
+    anything else as compact JSON; None stays None."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+class Op(enum.Enum):
+    """How a property constraint compares."""
+
+    MIN = "min"  # numeric value >= the constraint
+    EQ = "eq"  # equal: numerically when both are numbers, else as text
+
+
+@dataclasses.dataclass(frozen=True)
+class PropertyConstraint:
+    """One constraint on ``node.properties[key]``."""
+
+    key: str
+    op: Op
+    value: str  # the constraint's value as text (see :func:`as_text`)
+
+    @property
+    def number(self) -> float | None:
+        """The value as a number (always set for ``MIN``)."""
+        return as_number(self.value)
+
+    @property
+    def label(self) -> str:
+        """``cpus>=8`` / ``cpu_arch=x86_64``."""
+        sign = ">=" if self.op is Op.MIN else "="
+        return f"{self.key}{sign}{self.value}"
+
+    def to_wire(self) -> dict[str, Any]:
+        """``{"key": ..., "min": 8}`` / ``{"key": ..., "eq": "x86_64"}``."""
+        if self.op is Op.EQ:
+            return {"key": self.key, "eq": self.value}
+        number = self.number
+        assert number is not None  # checked when built
+        return {"key": self.key,
+                "min": int(number) if number.is_integer() else number}
+
+    def matches(self, properties: Mapping[str, Any] | None) -> bool:
+        """Whether a node's properties satisfy this constraint."""
+        if not properties or self.key not in properties:
+            return False
+        value = properties[self.key]
+        number = as_number(value)
+        if self.op is Op.MIN:
+            wanted = self.number
+            return number is not None and wanted is not None and (
+                number >= wanted
+            )
+        if number is not None and self.number is not None:
+            return number == self.number
+        return as_text(value) == self.value
+
+
+def property_constraint(key: str, op: Op | str, value: Any
+                        ) -> PropertyConstraint:
+    """Build and check one property constraint."""
+    if not isinstance(key, str) or not key or len(key) > MAX_KEY:
+        raise ConstraintError(
+            f"property key must be 1 to {MAX_KEY} characters, got {key!r}"
+        )
+    kind = Op(op) if isinstance(op, str) else op
+    text = as_text(value)
+    if text is None or isinstance(value, dict | list):
+        raise ConstraintError(
+            f"property {key}: value must be a string or a number"
+        )
+    if kind is Op.MIN and as_number(value) is None:
+        raise ConstraintError(
+            f"property {key}: a minimum must be a number, got {value!r}"
+        )
+    return PropertyConstraint(key, kind, text)
+
+
+@dataclasses.dataclass(frozen=True)
+class Constraints:
+    """What a node must satisfy besides resource class, traits,
+    candidates and the allocation's owner."""
+
+    forbidden_traits: tuple[str, ...] = ()
+    properties: tuple[PropertyConstraint, ...] = ()
+    conductor_group: str | None = None
+    shard: str | None = None
+    node_owner: str | None = None
+    node_lessee: str | None = None
+    #: Try the node with this name first (any API version) ...
+    node_name: str | None = None
+    #: ... or take only that node.
+    require_node_name: bool = False
+
+    def __bool__(self) -> bool:
+        return self != Constraints()
+
+    def to_wire(self) -> dict[str, Any]:
+        """The extension's JSON document (only the fields set)."""
+        body: dict[str, Any] = {}
+        if self.forbidden_traits:
+            body["forbidden_traits"] = list(self.forbidden_traits)
+        if self.properties:
+            body["properties"] = [p.to_wire() for p in self.properties]
+        for name in ("conductor_group", "shard", "node_owner",
+                     "node_lessee", "node_name"):
+            if getattr(self, name) is not None:
+                body[name] = getattr(self, name)
+        if self.require_node_name:
+            body["require_node_name"] = True
+        return body
+
+
+def from_wire(body: Mapping[str, Any]) -> Constraints:
+    """Parse the extension's document (already schema-checked on the
+    server; raises :class:`ConstraintError` on bad content)."""
+    props = []
+    for item in body.get("properties") or ():
+        ops = [op for op in Op if op.value in item]
+        if len(ops) != 1:
+            raise ConstraintError(
+                "each property constraint needs exactly one of min, eq"
+            )
+        props.append(property_constraint(
+            item.get("key"), ops[0], item[ops[0].value]))
+    require = bool(body.get("require_node_name"))
+    if require and not body.get("node_name"):
+        raise ConstraintError("require_node_name needs node_name")
+    return Constraints(
+        forbidden_traits=tuple(dict.fromkeys(
+            body.get("forbidden_traits") or ())),
+        properties=tuple(props),
+        conductor_group=_lower(body.get("conductor_group")),
+        shard=body.get("shard"),
+        node_owner=body.get("node_owner"),
+        node_lessee=body.get("node_lessee"),
+        node_name=body.get("node_name"),
+        require_node_name=require,
+    )
+
+
+def _lower(value: str | None) -> str | None:
+    """Conductor groups are case-insensitive (Ironic stores them lower)."""
+    return value.lower() if isinstance(value, str) else None
+
+
+# -- the funnel ---------------------------------------------------------
+
+
+class Kind(enum.Enum):
+    """One narrowing step of the funnel."""
+
+    RESOURCE_CLASS = "resource_class"
+    AVAILABLE = "available"
+    NOT_IN_MAINTENANCE = "not_in_maintenance"
+    POWER_STATE = "power_state"
+    UNRESERVED = "unreserved"
+    OWNER = "owner"
+    NODE_OWNER = "node_owner"
+    NODE_LESSEE = "node_lessee"
+    TRAITS = "traits"
+    FORBIDDEN_TRAITS = "forbidden_traits"
+    PROPERTY = "property"
+    CONDUCTOR_GROUP = "conductor_group"
+    SHARD = "shard"
+    NODE_NAME = "node_name"
+    CANDIDATES = "candidate_nodes"
+
+
+@dataclasses.dataclass(frozen=True)
+class Selection:
+    """Everything a request selects by (an allocation plus constraints)."""
+
+    resource_class: str
+    traits: tuple[str, ...] = ()
+    candidate_nodes: tuple[str, ...] = ()
+    owner: str | None = None
+    constraints: Constraints = Constraints()
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """One funnel step; ``index`` picks the property constraint."""
+
+    kind: Kind
+    index: int = 0
+
+    def name(self, selection: Selection) -> str:
+        """Stable name of the step (``property:cpus>=8`` for properties)."""
+        if self.kind is Kind.PROPERTY:
+            prop = selection.constraints.properties[self.index]
+            return f"property:{prop.label}"
+        return str(self.kind.value)
+
+
+_ALWAYS = (Kind.RESOURCE_CLASS, Kind.AVAILABLE, Kind.NOT_IN_MAINTENANCE,
+           Kind.POWER_STATE, Kind.UNRESERVED)
+
+
+def steps(selection: Selection) -> list[Step]:
+    """The steps that apply to ``selection``, in funnel order."""
+    con = selection.constraints
+    optional = [
+        (Kind.OWNER, bool(selection.owner)),
+        (Kind.NODE_OWNER, con.node_owner is not None),
+        (Kind.NODE_LESSEE, con.node_lessee is not None),
+        (Kind.TRAITS, bool(selection.traits)),
+        (Kind.FORBIDDEN_TRAITS, bool(con.forbidden_traits)),
+    ]
+    result = [Step(kind) for kind in _ALWAYS]
+    result += [Step(kind) for kind, wanted in optional if wanted]
+    result += [Step(Kind.PROPERTY, i) for i in range(len(con.properties))]
+    tail = [
+        (Kind.CONDUCTOR_GROUP, con.conductor_group is not None),
+        (Kind.SHARD, con.shard is not None),
+        (Kind.NODE_NAME, con.require_node_name),
+        (Kind.CANDIDATES, bool(selection.candidate_nodes)),
+    ]
+    return result + [Step(kind) for kind, wanted in tail if wanted]
+
+
+def node_passes(step: Step, selection: Selection,
+                node: Mapping[str, Any]) -> bool:
+    """Whether a node (Ironic's JSON node document) passes one step."""
+    con = selection.constraints
+    kind = step.kind
+    if kind is Kind.PROPERTY:
+        return con.properties[step.index].matches(node.get("properties"))
+    if kind in _FIELD_TESTS:
+        return bool(_FIELD_TESTS[kind](node, selection))
+    traits = set(node.get("traits") or ())
+    if kind is Kind.TRAITS:
+        return set(selection.traits) <= traits
+    return not set(con.forbidden_traits) & traits
+
+
+def _unreserved(node: Mapping[str, Any], _sel: Selection) -> bool:
+    return not node.get("instance_uuid") and not node.get("allocation_uuid")
+
+
+def _owned(node: Mapping[str, Any], sel: Selection) -> bool:
+    return sel.owner in (node.get("owner"), node.get("lessee"))
+
+
+def _group(node: Mapping[str, Any], sel: Selection) -> bool:
+    group = (node.get("conductor_group") or "").lower()
+    return group == sel.constraints.conductor_group
+
+
+def _candidate(node: Mapping[str, Any], sel: Selection) -> bool:
+    wanted = set(sel.candidate_nodes)
+    return node.get("uuid") in wanted or node.get("name") in wanted
+
+
+_FIELD_TESTS: dict[Kind, Any] = {
+    Kind.RESOURCE_CLASS:
+        lambda n, s: n.get("resource_class") == s.resource_class,
+    Kind.AVAILABLE: lambda n, s: n.get("provision_state") == "available",
+    Kind.NOT_IN_MAINTENANCE: lambda n, s: not n.get("maintenance"),
+    Kind.POWER_STATE: lambda n, s: n.get("power_state") is not None,
+    Kind.UNRESERVED: _unreserved,
+    Kind.OWNER: _owned,
+    Kind.NODE_OWNER: lambda n, s: n.get("owner") == s.constraints.node_owner,
+    Kind.NODE_LESSEE:
+        lambda n, s: n.get("lessee") == s.constraints.node_lessee,
+    Kind.CONDUCTOR_GROUP: _group,
+    Kind.SHARD: lambda n, s: n.get("shard") == s.constraints.shard,
+    Kind.NODE_NAME: lambda n, s: n.get("name") == s.constraints.node_name,
+    Kind.CANDIDATES: _candidate,
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Funnel:
+    """How many nodes are left after each step, in order."""
+
+    counts: tuple[tuple[str, int], ...]
+
+    @property
+    def candidates(self) -> int:
+        """Nodes passing every step."""
+        return self.counts[-1][1] if self.counts else 0
+
+    @property
+    def first_empty(self) -> str | None:
+        """The first step that left no node (None: some nodes pass)."""
+        for name, count in self.counts:
+            if count == 0:
+                return name
+        return None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The ``explain`` document."""
+        return {
+            "funnel": [{"step": name, "count": count}
+                       for name, count in self.counts],
+            "candidates": self.candidates,
+            "first_empty": self.first_empty,
+        }
+
+    def one_line(self) -> str:
+        """``resource_class 10 > available 8 > ... > traits 0``."""
+        line = " > ".join(f"{name} {count}" for name, count in self.counts)
+        empty = self.first_empty
+        return f"{line} (emptied by {empty})" if empty else line
+
+
+def funnel_from_counts(selection: Selection, counts: Sequence[int]
+                       ) -> Funnel:
+    """Name cumulative counts, one per step of :func:`steps`."""
+    names = [step.name(selection) for step in steps(selection)]
+    return Funnel(tuple(zip(names, counts, strict=True)))
+
+
+def funnel(selection: Selection, nodes: Iterable[Mapping[str, Any]]
+           ) -> tuple[Funnel, list[Mapping[str, Any]]]:
+    """The funnel over a node list, and the nodes passing every step."""
+    survivors = list(nodes)
+    counts = []
+    for step in steps(selection):
+        survivors = [n for n in survivors
+                     if node_passes(step, selection, n)]
+        counts.append(len(survivors))
+    return funnel_from_counts(selection, counts), survivors
+
+
+def preferred_first(nodes: Sequence[Mapping[str, Any]],
+                    name: str | None) -> list[Mapping[str, Any]]:
+    """The node named ``name`` (if among ``nodes``) first, then the rest."""
+    return sorted(nodes, key=lambda n: name is None or n.get("name") != name)
+
+
+def empty_reason(selection: Selection, funnel_: Funnel) -> str:
+    """Why nothing matched, in one line naming the step that emptied the
+    set, followed by the whole funnel."""
+    emptied = funnel_.first_empty
+    return (f"no node passes {emptied} for resource class "
+            f"{selection.resource_class}; funnel: {funnel_.one_line()}")

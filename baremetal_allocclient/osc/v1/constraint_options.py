@@ -1,0 +1,103 @@
+"""The constraint options shared by ``create``, ``explain`` and
+``capacity`` (both programs), and their parsing into
+:class:`~baremetal_allocclient.constraints.Constraints` (pure; bad values
+are usage errors, exit code 2)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from baremetal_allocclient import constraints as model
+from baremetal_allocclient.osc.v1 import parsing
+
+#: Shortcuts for the usual node properties: option -> (key, operator).
+_SHORTCUTS = (
+    ("--min-cpus", "cpus", model.Op.MIN),
+    ("--min-memory-mb", "memory_mb", model.Op.MIN),
+    ("--min-local-gb", "local_gb", model.Op.MIN),
+    ("--cpu-arch", "cpu_arch", model.Op.EQ),
+)
+
+
+def _minimum(text: str) -> tuple[str, str]:
+    key, value = parsing.key_value(text)
+    if model.as_number(value) is None:
+        raise argparse.ArgumentTypeError(
+            f"expected KEY=NUMBER, got {text!r}")
+    return key, value
+
+
+def _number(text: str) -> str:
+    if model.as_number(text) is None:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}")
+    return text
+
+
+def add_constraint_options(parser: argparse.ArgumentParser | Any) -> None:
+    """Add the constraint options to a command's parser."""
+    group = parser.add_argument_group(
+        "node constraints",
+        "Evaluated by the server when it offers the constraints extension "
+        "(baremetal-alloc-server), otherwise by this client before it "
+        "creates anything (Ironic). See 'Choosing nodes' in the docs.")
+    add = group.add_argument
+    add("--forbid-trait", dest="forbidden_traits", action="append",
+        default=[], metavar="<trait>",
+        help="Trait the node must NOT have. Repeat for several.")
+    add("--min-property", dest="min_properties", action="append",
+        type=_minimum, default=[], metavar="<key=number>",
+        help="node.properties[key] must be a number >= this. Repeat.")
+    add("--property", dest="exact_properties", action="append",
+        type=parsing.key_value, default=[], metavar="<key=value>",
+        help="node.properties[key] must equal this (numerically when "
+        "both are numbers). Repeat.")
+    for option, key, op in _SHORTCUTS:
+        sign = ">=" if op is model.Op.MIN else "="
+        add(option, dest=f"shortcut_{key}",
+            type=_number if op is model.Op.MIN else parsing.non_empty,
+            metavar="<value>", help=f"Same as properties {key}{sign}VALUE.")
+    add("--conductor-group", metavar="<group>",
+        help="Node's conductor group (case-insensitive).")
+    add("--shard", metavar="<shard>", help="Node's shard.")
+    add("--node-owner", metavar="<project>", help="Node's owner.")
+    add("--node-lessee", metavar="<project>", help="Node's lessee.")
+    names = group.add_mutually_exclusive_group()
+    names.add_argument(
+        "--prefer-node", metavar="<name>", type=parsing.non_empty,
+        help="Try the node with this name first.")
+    names.add_argument(
+        "--require-node", metavar="<name>", type=parsing.non_empty,
+        help="Take only the node with this name.")
+
+
+def constraints_from_args(parser: argparse.ArgumentParser,
+                          args: argparse.Namespace) -> model.Constraints:
+    """The parsed options as Constraints (empty when none was given); a
+    value that cannot be evaluated is a usage error."""
+    try:
+        return _constraints(args)
+    except model.ConstraintError as exc:
+        parser.error(str(exc))
+
+
+def _constraints(args: argparse.Namespace) -> model.Constraints:
+    props = [model.property_constraint(k, model.Op.MIN, v)
+             for k, v in args.min_properties]
+    props += [model.property_constraint(k, model.Op.EQ, v)
+              for k, v in args.exact_properties]
+    for _option, key, op in _SHORTCUTS:
+        value = getattr(args, f"shortcut_{key}")
+        if value is not None:
+            props.append(model.property_constraint(key, op, value))
+    group = args.conductor_group
+    return model.Constraints(
+        forbidden_traits=tuple(dict.fromkeys(args.forbidden_traits)),
+        properties=tuple(props),
+        conductor_group=group.lower() if group is not None else None,
+        shard=args.shard,
+        node_owner=args.node_owner,
+        node_lessee=args.node_lessee,
+        node_name=args.require_node or args.prefer_node,
+        require_node_name=args.require_node is not None,
+    )

@@ -1,0 +1,55 @@
+"""This server's extensions of the Ironic API, and how a request opts in.
+
+Plain Ironic clients never see an extension: the constraints extension's
+``constraints`` field of ``POST /v1/allocations`` is accepted only when
+the request names the extension in the ``X-Baremetal-Alloc-Extensions``
+header (otherwise the body is checked exactly as Ironic checks it), and
+``GET /v1`` lists the extensions under ``extensions``, a key Ironic does
+not send.  Wire format: doc/source/choosing-nodes.rst.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from baremetal_allocclient import constraints
+from baremetal_allocclient.server.api import capacity
+from baremetal_allocclient.server.api.context import Context
+from baremetal_allocclient.server.api.errors import bad_request
+
+#: Version of the constraints extension's wire format.
+CONSTRAINTS_VERSION = 1
+
+
+def requested(header: str | None) -> set[str]:
+    """Extension names in an ``X-Baremetal-Alloc-Extensions`` value."""
+    return {part.strip().lower() for part in (header or "").split(",")
+            if part.strip()}
+
+
+def constraints_requested(ctx: Context) -> bool:
+    """Whether the request opted into the constraints extension."""
+    header = ctx.request.headers.get(constraints.EXTENSION_HEADER)
+    return constraints.EXTENSION in requested(header)
+
+
+def parse_constraints(body: dict[str, Any]) -> constraints.Constraints:
+    """The (schema-checked) ``constraints`` of a body; 400 when they
+    cannot be evaluated."""
+    document = body.get("constraints") or {}
+    try:
+        return constraints.from_wire(document)
+    except constraints.ConstraintError as exc:
+        raise bad_request(f"Invalid constraints: {exc}") from None
+
+
+def advertisement(base_url: str) -> dict[str, Any]:
+    """The ``extensions`` entry of ``GET /v1``."""
+    return {
+        constraints.EXTENSION: {
+            "version": CONSTRAINTS_VERSION,
+            "header": constraints.EXTENSION_HEADER,
+            "explain": f"{base_url}{constraints.EXPLAIN_PATH}",
+        },
+        "capacity": {"href": f"{base_url}{capacity.PATH}"},
+    }

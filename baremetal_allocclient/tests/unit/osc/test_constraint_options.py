@@ -1,0 +1,71 @@
+"""Constraint options of create/explain/capacity (pure parsing)."""
+
+from __future__ import annotations
+
+import argparse
+
+import testtools
+
+from baremetal_allocclient.constraints import Constraints, Op
+from baremetal_allocclient.osc.v1 import explain
+from baremetal_allocclient.osc.v1.constraint_options import (
+    add_constraint_options,
+    constraints_from_args,
+)
+
+
+class _Exit(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise _Exit(message)
+
+
+def _parse(*argv: str) -> Constraints:
+    parser = _Parser()
+    add_constraint_options(parser)
+    return constraints_from_args(parser, parser.parse_args(list(argv)))
+
+
+class OptionTests(testtools.TestCase):
+    def test_nothing_given_is_no_constraint(self) -> None:
+        self.assertFalse(_parse())
+
+    def test_every_option(self) -> None:
+        got = _parse("--forbid-trait", "CUSTOM_X", "--min-property",
+                     "disks=2", "--property", "rack=r1", "--min-cpus", "8",
+                     "--min-memory-mb", "1024", "--min-local-gb", "10",
+                     "--cpu-arch", "x86_64", "--conductor-group", "G1",
+                     "--shard", "s1", "--node-owner", "o", "--node-lessee",
+                     "l", "--require-node", "n1")
+        self.assertEqual(("CUSTOM_X",), got.forbidden_traits)
+        self.assertEqual(
+            ["disks>=2", "rack=r1", "cpus>=8", "memory_mb>=1024",
+             "local_gb>=10", "cpu_arch=x86_64"],
+            [p.label for p in got.properties])
+        self.assertEqual(Op.MIN, got.properties[0].op)
+        self.assertEqual(("g1", "s1", "o", "l", "n1", True), (
+            got.conductor_group, got.shard, got.node_owner,
+            got.node_lessee, got.node_name, got.require_node_name))
+
+    def test_prefer_is_not_require(self) -> None:
+        got = _parse("--prefer-node", "n1")
+        self.assertEqual(("n1", False), (got.node_name,
+                                         got.require_node_name))
+
+    def test_usage_errors(self) -> None:
+        for argv in (("--min-property", "cpus=eight"),
+                     ("--min-cpus", "x"),
+                     ("--prefer-node", "a", "--require-node", "b"),
+                     ("--min-property", "=3"),
+                     ("--property", "k" * 300 + "=1")):
+            self.assertRaises((_Exit, SystemExit), _parse, *argv)
+
+    def test_funnel_rows_mark_the_first_empty_step(self) -> None:
+        doc = {"funnel": [{"step": "resource_class", "count": 2},
+                          {"step": "shard", "count": 0}],
+               "first_empty": "shard"}
+        self.assertEqual([("resource_class", 2, False), ("shard", 0, True)],
+                         explain.funnel_rows(doc))

@@ -1,0 +1,51 @@
+"""Values no database stores faithfully are refused before any SQL."""
+
+from __future__ import annotations
+
+import json
+
+import testtools
+
+from baremetal_allocclient.server.api import storable
+from baremetal_allocclient.server.api.errors import ApiError
+
+
+class LoadsTests(testtools.TestCase):
+    def refused(self, raw: bytes) -> str:
+        error = self.assertRaises(ApiError, storable.loads, raw)
+        self.assertEqual(400, error.status)
+        return error.message
+
+    def test_non_finite_numbers_anywhere(self) -> None:
+        for raw in (b"NaN", b'{"extra": {"a": [1, Infinity]}}',
+                    b'[{"value": -Infinity}]', b'{"x": 1e400}',
+                    b'{"x": {"y": -1.5e309}}'):
+            self.assertIn("must be finite", self.refused(raw), raw)
+
+    def test_nul_and_lone_surrogates_in_values_and_keys(self) -> None:
+        for value in ("a\x00b", {"k": ["ok", "\x00"]}, {"a\x00": 1},
+                      "\ud800", {"deep": [{"x": "tail\udfff"}]}):
+            raw = json.dumps(value).encode()
+            self.assertIn("not allowed", self.refused(raw), raw)
+
+    def test_ordinary_documents_pass(self) -> None:
+        value = {"name": "n\u00e9e", "emoji": "\U0001f600", "f": 1.5e308,
+                 "i": 10 ** 30, "n": None, "list": [True, -0.0, "%00"]}
+        self.assertEqual(value, storable.loads(json.dumps(value).encode()))
+
+    def test_malformed_json_keeps_its_message(self) -> None:
+        self.assertIn("Invalid JSON", self.refused(b"{bad"))
+
+
+class CheckUrlTests(testtools.TestCase):
+    def test_nul_in_path_or_query(self) -> None:
+        for path, params in (("/v1/nodes/a\x00b", []),
+                             ("/v1/nodes", [("owner", "x\x00")]),
+                             ("/v1/nodes", [("a\x00", "1")]),
+                             ("/v1/nodes", [("owner", "\udc80")])):
+            error = self.assertRaises(ApiError, storable.check_url, path,
+                                      params)
+            self.assertEqual(400, error.status)
+
+    def test_ordinary_urls_pass(self) -> None:
+        storable.check_url("/v1/nodes/n\u00e9", [("owner", "p\u00e9")])

@@ -1,0 +1,130 @@
+"""The shared constraint model and funnel (pure), table-driven."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import testtools
+
+from baremetal_allocclient import constraints as model
+from baremetal_allocclient.constraints import Constraints, Op, Selection
+
+
+def _node(**fields: Any) -> dict[str, Any]:
+    node: dict[str, Any] = {
+        "uuid": "u", "name": "n", "resource_class": "rc",
+        "provision_state": "available", "maintenance": False,
+        "power_state": "power off", "instance_uuid": None, "traits": [],
+        "properties": {}, "conductor_group": "", "owner": None,
+        "lessee": None}
+    node.update(fields)
+    return node
+
+
+class ValueTests(testtools.TestCase):
+    def test_numbers(self) -> None:
+        for value, expected in ((8, 8.0), ("16", 16.0), (" 4.5 ", 4.5),
+                                (True, None), ("many", None), (None, None),
+                                ("nan", None), ("inf", None), ([1], None)):
+            self.assertEqual(expected, model.as_number(value), value)
+
+    def test_texts(self) -> None:
+        for value, expected in (("x86_64", "x86_64"), (8, "8"), (8.0, "8"),
+                                (2.5, "2.5"), (True, "true"),
+                                ({"b": 1, "a": [2]}, '{"a":[2],"b":1}'),
+                                (None, None)):
+            self.assertEqual(expected, model.as_text(value), value)
+
+
+class PropertyTests(testtools.TestCase):
+    def test_matches(self) -> None:
+        cases = (
+            (("cpus", "min", 8), {"cpus": 8}, True),
+            (("cpus", "min", 8), {"cpus": "16"}, True),
+            (("cpus", "min", 8), {"cpus": 7.9}, False),
+            (("cpus", "min", 8), {"cpus": "many"}, False),
+            (("cpus", "min", 8), {}, False),
+            (("cpus", "eq", 16), {"cpus": "16.0"}, True),
+            (("cpus", "eq", "16"), {"cpus": 16}, True),
+            (("arch", "eq", "x86_64"), {"arch": "X86_64"}, False),
+            (("fast", "eq", "true"), {"fast": True}, True),
+        )
+        for (key, op, value), props, expected in cases:
+            constraint = model.property_constraint(key, op, value)
+            self.assertEqual(expected, constraint.matches(props),
+                             (key, op, value, props))
+
+    def test_bad_constraints_are_refused(self) -> None:
+        for key, op, value in (("", "min", 1), ("k" * 256, "eq", "x"),
+                               ("cpus", "min", "eight"),
+                               ("cpus", "eq", {"a": 1})):
+            self.assertRaises(model.ConstraintError,
+                              model.property_constraint, key, op, value)
+
+
+class WireTests(testtools.TestCase):
+    def test_round_trip(self) -> None:
+        wanted = Constraints(
+            forbidden_traits=("CUSTOM_X",),
+            properties=(model.property_constraint("cpus", Op.MIN, 8),
+                        model.property_constraint("arch", Op.EQ, "arm")),
+            conductor_group="g1", shard="s", node_owner="o",
+            node_lessee="l", node_name="n", require_node_name=True)
+        wire = wanted.to_wire()
+        self.assertEqual({"key": "cpus", "min": 8}, wire["properties"][0])
+        self.assertEqual(wanted, model.from_wire(wire))
+
+    def test_group_is_lowered_and_require_needs_a_name(self) -> None:
+        self.assertEqual("g1", model.from_wire(
+            {"conductor_group": "G1"}).conductor_group)
+        self.assertRaises(model.ConstraintError, model.from_wire,
+                          {"require_node_name": True})
+
+
+class FunnelTests(testtools.TestCase):
+    def test_step_order_and_first_empty(self) -> None:
+        selection = Selection(
+            "rc", traits=("CUSTOM_A",), candidate_nodes=("n1",),
+            owner="p", constraints=Constraints(
+                forbidden_traits=("CUSTOM_B",), conductor_group="g",
+                shard="s", node_owner="p", node_lessee="q",
+                node_name="n1", require_node_name=True,
+                properties=(model.property_constraint("cpus", Op.MIN, 2),)))
+        names = [s.name(selection) for s in model.steps(selection)]
+        self.assertEqual([
+            "resource_class", "available", "not_in_maintenance",
+            "power_state", "unreserved", "owner", "node_owner",
+            "node_lessee", "traits", "forbidden_traits", "property:cpus>=2",
+            "conductor_group", "shard", "node_name", "candidate_nodes",
+        ], names)
+
+    def test_counts(self) -> None:
+        nodes = [
+            _node(name="a", traits=["CUSTOM_A"]),
+            _node(name="b", traits=["CUSTOM_A", "CUSTOM_B"]),
+            _node(name="c", maintenance=True),
+            _node(name="d", provision_state="active"),
+            _node(name="e", resource_class="other"),
+        ]
+        selection = Selection("rc", traits=("CUSTOM_A",), constraints=(
+            Constraints(forbidden_traits=("CUSTOM_B",))))
+        funnel, survivors = model.funnel(selection, nodes)
+        self.assertEqual((("resource_class", 4), ("available", 3),
+                          ("not_in_maintenance", 2), ("power_state", 2),
+                          ("unreserved", 2), ("traits", 2),
+                          ("forbidden_traits", 1)), funnel.counts)
+        self.assertEqual(["a"], [n["name"] for n in survivors])
+        self.assertIsNone(funnel.first_empty)
+        empty = model.funnel(Selection("none"), nodes)[0]
+        self.assertEqual("resource_class", empty.first_empty)
+        self.assertEqual(
+            "resource_class 0 > available 0 > not_in_maintenance 0 > "
+            "power_state 0 > unreserved 0 (emptied by resource_class)",
+            empty.one_line())
+
+    def test_preferred_first(self) -> None:
+        nodes = [_node(name="a"), _node(name="b"), _node(name="c")]
+        self.assertEqual(["b", "a", "c"], [
+            n["name"] for n in model.preferred_first(nodes, "b")])
+        self.assertEqual(["a", "b", "c"], [
+            n["name"] for n in model.preferred_first(nodes, None)])

@@ -1,0 +1,149 @@
+"""Constraints over the wire (requests-mock): the extension's field and
+header when the server advertises it; otherwise one paged node listing,
+client-side selection, and the survivors as candidate_nodes."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib import parse
+
+from baremetal_allocclient import exceptions
+from baremetal_allocclient.constraints import (
+    Constraints,
+    Op,
+    property_constraint,
+)
+from baremetal_allocclient.tests.unit.v1 import fakes
+from baremetal_allocclient.tests.unit.v1.test_client import (
+    ALLOCS,
+    ClientTestCase,
+    E,
+)
+
+NODES = E + "/v1/nodes"
+WANTED = Constraints(properties=(property_constraint("cpus", Op.MIN, 8),),
+                     forbidden_traits=("CUSTOM_GPU",))
+
+
+def _node(uuid: str, cpus: int, traits: list[str]) -> dict[str, Any]:
+    return {"uuid": uuid, "name": f"n-{uuid}", "resource_class": "rc",
+            "provision_state": "available", "maintenance": False,
+            "power_state": "power off", "instance_uuid": None,
+            "properties": {"cpus": cpus}, "traits": traits,
+            "conductor_group": "", "owner": None, "lessee": None}
+
+
+def _query(request: Any) -> dict[str, list[str]]:
+    return parse.parse_qs(parse.urlsplit(request.url).query)
+
+
+class PrefilterTests(ClientTestCase):
+    """Against a server without the extension (Ironic)."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.mock.get(E + "/v1", json={"id": "v1"}, headers=self.headers())
+
+    def test_survivors_become_candidates(self) -> None:
+        nodes = [_node("a", 16, ["CUSTOM_X"]), _node("b", 4, ["CUSTOM_X"]),
+                 _node("c", 32, ["CUSTOM_X", "CUSTOM_GPU"])]
+        self.mock.get(NODES, json={"nodes": nodes}, headers=self.headers())
+        self.mock.post(ALLOCS, status_code=201, headers=self.headers(),
+                       json=fakes.allocation(uuid="u1"))
+        self.client.create_allocation("rc", traits=["CUSTOM_X"],
+                                      constraints=WANTED)
+        listing, post = [r for r in self.mock.request_history
+                         if r.path in ("/v1/nodes", "/v1/allocations")]
+        query = _query(listing)
+        self.assertEqual(["rc"], query["resource_class"])
+        self.assertEqual(["available"], query["provision_state"])
+        self.assertEqual(["false"], query["maintenance"])
+        self.assertIn("properties", query["fields"][0].split(","))
+        self.assertEqual(["1000"], query["limit"])
+        self.assertEqual({"resource_class": "rc", "traits": ["CUSTOM_X"],
+                          "candidate_nodes": ["a"]}, _without_uuid(post))
+        self.assertNotIn("X-Baremetal-Alloc-Extensions", post.headers)
+
+    def test_nothing_survives_nothing_is_created(self) -> None:
+        self.mock.get(NODES, json={"nodes": [_node("b", 4, [])]},
+                      headers=self.headers())
+        post = self.mock.post(ALLOCS, status_code=500)
+        with self.assertRaises(exceptions.NoMatchingNodes) as caught:
+            self.client.create_allocation("rc", constraints=WANTED)
+        self.assertFalse(post.called)
+        self.assertEqual("property:cpus>=8",
+                         caught.exception.funnel["first_empty"])
+        self.assertIn("no node passes property:cpus>=8",
+                      str(caught.exception))
+        listings = [r for r in self.mock.request_history
+                    if r.path == "/v1/nodes"]
+        # The narrow listing, then the whole resource class to explain.
+        self.assertEqual(2, len(listings))
+        self.assertNotIn("provision_state", _query(listings[1]))
+
+    def test_explain_from_the_node_list(self) -> None:
+        self.mock.get(NODES, json={"nodes": [_node("a", 16, [])]},
+                      headers=self.headers())
+        doc = self.client.explain("rc", constraints=WANTED)
+        self.assertEqual(1, doc["candidates"])
+        self.assertEqual("forbidden_traits", doc["funnel"][-2]["step"])
+
+    def test_shard_is_listed_at_1_82(self) -> None:
+        self.server_max = "1.90"
+        self.mock.get(E + "/v1", json={"id": "v1"}, headers=self.headers())
+        nodes = [{**_node("a", 16, []), "shard": "s1"}]
+        self.mock.get(NODES, json={"nodes": nodes}, headers=self.headers())
+        doc = self.make_client().explain(
+            "rc", constraints=Constraints(shard="s1"))
+        self.assertEqual(1, doc["candidates"])
+        listing = next(r for r in self.mock.request_history
+                       if r.path == "/v1/nodes")
+        self.assertEqual("1.82",
+                         listing.headers["X-OpenStack-Ironic-API-Version"])
+        self.assertIn("shard", _query(listing)["fields"][0].split(","))
+
+
+class ExtensionTests(ClientTestCase):
+    """Against a server advertising the constraints extension."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.mock.get(E + "/v1", headers=self.headers(), json={
+            "id": "v1", "extensions": {"constraints": {"version": 1}}})
+
+    def test_constraints_travel_with_the_allocation(self) -> None:
+        self.mock.post(ALLOCS, status_code=201, headers=self.headers(),
+                       json=fakes.allocation(uuid="u1"))
+        self.client.create_allocation("rc", constraints=WANTED)
+        post = self.mock.last_request
+        self.assertEqual("constraints",
+                         post.headers["X-Baremetal-Alloc-Extensions"])
+        self.assertEqual(
+            {"resource_class": "rc", "constraints": {
+                "forbidden_traits": ["CUSTOM_GPU"],
+                "properties": [{"key": "cpus", "min": 8}]}},
+            _without_uuid(post))
+
+    def test_explain_is_one_request(self) -> None:
+        self.mock.post(E + "/v1/allocation_explain", headers=self.headers(),
+                       json={"funnel": [{"step": "resource_class",
+                                         "count": 0}],
+                             "candidates": 0,
+                             "first_empty": "resource_class"})
+        doc = self.client.explain("rc", constraints=WANTED)
+        self.assertEqual("resource_class", doc["first_empty"])
+        self.assertEqual(["/v1", "/v1/allocation_explain"],
+                         [r.path for r in self.mock.request_history])
+
+    def test_backfill_refuses_constraints(self) -> None:
+        self.assertRaises(exceptions.InvalidArgument,
+                          self.client.create_allocation, node="n1",
+                          constraints=WANTED)
+
+
+def _without_uuid(request: Any) -> dict[str, Any]:
+    """A create's body without the UUID the client chose (a new random
+    one per call, which makes the create safe to repeat)."""
+    body: dict[str, Any] = request.json()
+    body.pop("uuid")
+    return body

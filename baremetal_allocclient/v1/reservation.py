@@ -1,0 +1,222 @@
+"""Create allocations, wait for them, and know every one that was made.
+
+The one implementation behind :meth:`Client.allocate` and ``create
+[--count N] [--wait N] [--delete-on-failure]``:
+
+* Each allocation gets its UUID from the client (unless the user chose
+  one) and the UUID is recorded *before* the request is sent, so an
+  allocation whose create was cut off (timeout, Ctrl-C, SIGTERM) is still
+  known and can be deleted or reported.
+* Creates, the ``Prefer: wait`` hold and every poll share one
+  :class:`~baremetal_allocclient.v1.budget.Deadline`.
+* :meth:`Reservation.release` deletes everything recorded, within a
+  bounded clean-up budget, and reports what it could not delete.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import uuid as uuidlib
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from baremetal_allocclient import exceptions
+from baremetal_allocclient.constraints import Constraints
+from baremetal_allocclient.v1 import budget, waiting
+from baremetal_allocclient.v1.resources import Allocation
+
+if TYPE_CHECKING:
+    from baremetal_allocclient.v1.client import Client
+
+#: Seconds a clean-up may take beyond what is left of the time budget, so
+#: ``--wait N --delete-on-failure`` still ends within N + 0.5 s.
+CLEANUP_GRACE = 0.25
+#: Longest clean-up when no time limit applies (after Ctrl-C, SIGTERM or a
+#: failure without a limit).
+CLEANUP_TIMEOUT = 10.0
+#: Pause before deleting again a create that was cut off in flight and
+#: looked missing: its request may still have been on its way.
+IN_FLIGHT_RECHECK = 0.25
+
+
+@dataclasses.dataclass(frozen=True)
+class Request:
+    """What each created allocation asks for (create_allocation's args)."""
+
+    resource_class: str | None = None
+    traits: tuple[str, ...] = ()
+    candidate_nodes: tuple[str, ...] = ()
+    name: str | None = None
+    uuid: str | None = None
+    extra: Mapping[str, Any] | None = None
+    node: str | None = None
+    owner: str | None = None
+    constraints: Constraints | None = None
+
+
+@dataclasses.dataclass
+class ReleaseReport:
+    """What :meth:`Reservation.release` did, per allocation UUID."""
+
+    deleted: list[str] = dataclasses.field(default_factory=list)
+    absent: list[str] = dataclasses.field(default_factory=list)
+    failed: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+
+
+def cleanup_deadline(
+    deadline: budget.Deadline, *, interrupted: bool
+) -> budget.Deadline:
+    """The clean-up budget: what is left plus :data:`CLEANUP_GRACE`, at
+    most :data:`CLEANUP_TIMEOUT` (which also applies without a limit or
+    after an interruption)."""
+    left = deadline.remaining()
+    if interrupted or left is None:
+        seconds = CLEANUP_TIMEOUT
+    else:
+        seconds = min(CLEANUP_TIMEOUT, left + CLEANUP_GRACE)
+    return budget.Deadline(seconds, clock=deadline.clock)
+
+
+class Reservation:
+    """One create-and-wait operation and everything it may have made."""
+
+    def __init__(
+        self,
+        client: Client,
+        request: Request,
+        deadline: budget.Deadline,
+        on_progress: waiting.ProgressCallback | None = None,
+    ) -> None:
+        self.client = client
+        self.request = request
+        self.deadline = deadline
+        self.on_progress = on_progress
+        #: UUIDs in creation order, recorded before each create is sent.
+        self.attempted: list[str] = []
+        self._latest: dict[str, Allocation] = {}
+
+    # -- what exists ----------------------------------------------------
+
+    def made(self) -> list[Allocation]:
+        """The latest known state of each allocation the server confirmed."""
+        return [self._latest[u] for u in self.attempted if u in self._latest]
+
+    def unconfirmed(self) -> list[str]:
+        """UUIDs whose create got no answer: they may exist."""
+        return [u for u in self.attempted if u not in self._latest]
+
+    def _record(self, allocations: Sequence[Allocation]) -> None:
+        for item in allocations:
+            if item.uuid in self._latest:
+                self._latest[str(item.uuid)] = item
+
+    def _report(self) -> None:
+        if self.on_progress is None:
+            return
+        known = [
+            self._latest.get(u) or Allocation(uuid=u) for u in self.attempted
+        ]
+        pending = sum(1 for a in known if not waiting.is_settled(a))
+        self.on_progress(
+            waiting.Progress(
+                elapsed=self.deadline.elapsed(), polls=0, pending=pending,
+                finished=len(known) - pending, allocations=tuple(known),
+            )
+        )
+
+    # -- steps ----------------------------------------------------------
+
+    def create(self, count: int, *, hold: bool) -> list[Allocation]:
+        """Create ``count`` allocations; ``hold`` asks the server to
+        answer a single create once it settled (``Prefer: wait``)."""
+        prefer = waiting.PREFER_WAIT if hold and count == 1 else None
+        request = self.request
+        for _ in range(count):
+            uuid = request.uuid or str(uuidlib.uuid4())
+            self.attempted.append(uuid)
+            self._report()
+            made = self.client.create_allocation(
+                request.resource_class, traits=request.traits,
+                candidate_nodes=request.candidate_nodes, name=request.name,
+                uuid=uuid, extra=request.extra, node=request.node,
+                owner=request.owner, prefer_wait=prefer,
+                deadline=self.deadline, constraints=request.constraints,
+            )
+            # A server that ignores the UUID field (none known) still
+            # gets its own UUID used from here on.
+            self.attempted[-1] = made.uuid or uuid
+            self._latest[self.attempted[-1]] = made
+        self._report()
+        return self.made()
+
+    def wait(self) -> list[Allocation]:
+        """Wait until all settle within the deadline; return them.
+
+        AllocationFailed and WaitTimeout propagate after the latest
+        states were recorded (see :meth:`made`).
+        """
+        pending = self.made()
+        try:
+            if len(pending) == 1:
+                done = [
+                    self.client.wait_for_allocation(
+                        pending[0], deadline=self.deadline,
+                        on_progress=self.on_progress,
+                    )
+                ]
+            else:
+                done = self.client.wait_for_allocations(
+                    pending, deadline=self.deadline,
+                    on_progress=self.on_progress,
+                )
+        except exceptions.AllocationFailed as exc:
+            self._record(exc.results or (exc.allocation,))
+            raise
+        except exceptions.WaitTimeout as exc:
+            self._record(exc.results)
+            raise
+        self._record(done)
+        return done
+
+    def release(self, *, interrupted: bool = False) -> ReleaseReport:
+        """Delete every allocation this operation may have made.
+
+        Bounded by :func:`cleanup_deadline`; a second Ctrl-C (or SIGTERM)
+        stops it.
+        What could not be deleted is in ``failed`` with the reason.
+        """
+        deadline = cleanup_deadline(self.deadline, interrupted=interrupted)
+        report = ReleaseReport()
+        in_flight = set(self.unconfirmed())
+        todo = list(self.attempted)
+        for index, uuid in enumerate(todo):
+            try:
+                if self._delete(uuid, deadline, uuid in in_flight):
+                    report.deleted.append(uuid)
+                else:
+                    report.absent.append(uuid)
+            except exceptions.ClientError as exc:
+                report.failed.append((uuid, str(exc)))
+            except (KeyboardInterrupt, exceptions.Terminated):
+                report.failed.extend(
+                    (left, "clean-up interrupted") for left in todo[index:]
+                )
+                break
+        return report
+
+    def _delete(
+        self, uuid: str, deadline: budget.Deadline, in_flight: bool
+    ) -> bool:
+        deleted = self.client.delete_allocation(
+            uuid, ignore_missing=True, deadline=deadline
+        )
+        if deleted or not in_flight or not deadline.allows(
+            IN_FLIGHT_RECHECK
+        ):
+            return deleted
+        # The create may still have been on its way to the server.
+        time.sleep(IN_FLIGHT_RECHECK)
+        return self.client.delete_allocation(
+            uuid, ignore_missing=True, deadline=deadline
+        )
