@@ -28,7 +28,8 @@ from baremetal_allocclient.server.placement import model, snapshot
 LOG = logging.getLogger(__name__)
 
 # How many times all candidates may be taken by concurrent requests before
-# the allocation fails; each round searches the database again.
+# the allocation fails; each round searches the database again, and the
+# last one waits for locked candidates rather than skipping them.
 SEARCH_ROUNDS = 5
 #: Seconds the highest node id is reused for picking window positions.  A
 #: stale value only skews where windows start: they wrap around, so newer
@@ -101,7 +102,7 @@ class DatabaseBackend:
         """Select and reserve a node, or record why there is none."""
         filters = list(job.filters)
         tried = 0
-        for _round in range(SEARCH_ROUNDS):
+        for round_ in range(SEARCH_ROUNDS):
             with self._db.read() as session:
                 top = self._highest_node_id(session)
                 with self._rng_lock:
@@ -120,6 +121,7 @@ class DatabaseBackend:
                 outcome = queries.reserve(
                     self._db, job.allocation_id, job.allocation_uuid,
                     candidate.id, job.request, filters, job.affinity, now,
+                    wait_for_lock=round_ == SEARCH_ROUNDS - 1,
                 )
                 if outcome is queries.Reservation.RESERVED:
                     LOG.info("Allocation %s finished: active on node %s",
@@ -128,7 +130,8 @@ class DatabaseBackend:
                 if outcome is not queries.Reservation.NODE_TAKEN:
                     return None  # deleted, taken over or settled
             tried = len(order)
-        return fail(self._db, job, selection.reservation_failure(tried))
+        # Say why as of now: usually concurrent requests took every match.
+        return fail(self._db, job, explain(self._db, job, tried))
 
     def _highest_node_id(self, session: Session) -> int:
         """The highest node id, read at most once per TOP_ID_TTL."""

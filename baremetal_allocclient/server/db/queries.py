@@ -619,6 +619,14 @@ _LOCK_CANDIDATE = (
     .where(Node.id == bindparam("r_node"))
     .with_for_update(skip_locked=True)
 )
+#: The last search round waits for the lock instead (bounded by the
+#: session's lock timeout), so that a node another transaction only
+#: looked at, and then left, is not counted as taken.
+_LOCK_CANDIDATE_WAITING = (
+    select(Node.id)
+    .where(Node.id == bindparam("r_node"))
+    .with_for_update()
+)
 #: The allocation (this id *and* UUID) is still this worker's to settle.
 _OWNED = (
     Allocation.id == bindparam("r_allocation"),
@@ -685,6 +693,8 @@ def reserve(
     filters: Sequence[AnyFilter],
     affinity: str,
     now: datetime.datetime | None = None,
+    *,
+    wait_for_lock: bool = False,
 ) -> Reservation:
     """Atomically give ``node_id`` to the allocation, if both still allow.
 
@@ -694,8 +704,10 @@ def reserve(
     Locks the node, then the allocation (the one lock order).  A deadlock
     or serialization failure reported by the database anyway counts as
     losing the node.  ``now`` is the ``updated_at`` to write (callers
-    that report it pass their own).
+    that report it pass their own).  A node locked by another transaction
+    counts as taken at once, unless ``wait_for_lock``.
     """
+    lock = _LOCK_CANDIDATE_WAITING if wait_for_lock else _LOCK_CANDIDATE
     params: dict[str, Any] = {
         **filter_params(request),
         "r_allocation": allocation_id,
@@ -708,7 +720,7 @@ def reserve(
     try:
         with db.write() as session:
             conn = session.connection()
-            if conn.scalar(_LOCK_CANDIDATE, params) is None:
+            if conn.scalar(lock, params) is None:
                 raise _Rollback()  # locked by another transaction, or gone
             if conn.scalar(_OWNED_ALLOCATION, params) is None:
                 exists = conn.scalar(_ALLOCATION_EXISTS, params) is not None
