@@ -338,6 +338,13 @@ class PlacementClient:
             for rp, alloc in body["allocations"].items()
         }
 
+    def consumer_user(self, consumer: str) -> str | None:
+        """The user_id a consumer's allocations were made by (None when
+        it holds none)."""
+        body = self.request("GET", f"/allocations/{_q(consumer)}")
+        user = body.get("user_id") if body.get("allocations") else None
+        return str(user) if user is not None else None
+
     def claim(
         self, consumer: str, provider: str, resource_class: str,
         project_id: str, user_id: str,

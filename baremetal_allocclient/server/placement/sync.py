@@ -207,6 +207,10 @@ class PlacementSync:
             node = claims.get(consumer, ("", None))[0]
             if consumer in held.get(node, set()):
                 continue  # finished during this round: explained now
+            if self._client.consumer_user(consumer) != self._user:
+                # Another service's claim (Nova's instance, an operator's
+                # hold): it keeps the node from being handed out.
+                continue
             LOG.info("Reconcile: removing stale claim %s", consumer)
             self._client.delete_consumer(consumer)
             for consumers in held.values():

@@ -25,6 +25,10 @@ class FakePlacement(pc.PlacementClient):
     def __init__(self) -> None:
         self.providers_: dict[str, _Provider] = {}
         self.consumers: dict[str, dict[str, dict[str, int]]] = {}
+        #: user_id per consumer; consumers a test adds to ``consumers``
+        #: directly belong to ``default_user`` (the sync tests' own user).
+        self.users: dict[str, str] = {}
+        self.default_user = "user"
         self.down = False
         self.calls: list[tuple[str, Any]] = []
         #: Errors to raise on the next claims, in order (None: succeed).
@@ -151,6 +155,12 @@ class FakePlacement(pc.PlacementClient):
         held = self.consumers.get(consumer, {})
         return {k: dict(v) for k, v in held.items()}
 
+    def consumer_user(self, consumer: str) -> str | None:
+        self._call("consumer_user", consumer)
+        if not self.consumers.get(consumer):
+            return None
+        return self.users.get(consumer, self.default_user)
+
     def claim(self, consumer: str, provider: str, resource_class: str,
               project_id: str, user_id: str) -> None:
         self._call("claim", (consumer, provider, project_id))
@@ -167,8 +177,10 @@ class FakePlacement(pc.PlacementClient):
         ) < 1:
             raise self._conflict(pc.UNDEFINED)
         self.consumers[consumer] = {provider: {resource_class: 1}}
+        self.users[consumer] = user_id
         p.generation += 1
 
     def delete_consumer(self, consumer: str) -> None:
         self._call("delete_consumer", consumer)
         self.consumers.pop(consumer, None)
+        self.users.pop(consumer, None)

@@ -143,6 +143,11 @@ class ReconcileTests(SyncCase):
         del self.placement.consumers["a1"]
         self.placement.consumers["stale"] = {"n2": {RC: 1}}
         self.placement.create_provider("gone", "gone")
+        # Another service's claim on one of our nodes is not ours to drop.
+        self.add_node("n3")
+        self.sync.run_once()
+        self.placement.consumers["nova-instance"] = {"n3": {RC: 1}}
+        self.placement.users["nova-instance"] = "nova"
         self.placement.providers_["gone"].traits = {MANAGED_TRAIT}
         self.placement.create_provider("foreign", "nova-node")
         self.clock[0] = 1000  # the periodic reconciliation is due
@@ -151,6 +156,8 @@ class ReconcileTests(SyncCase):
         self.assertIn(MANAGED_TRAIT, self.placement.providers_["n2"].traits)
         self.assertEqual({"n1": {RC: 1}}, self.placement.consumers["a1"])
         self.assertNotIn("stale", self.placement.consumers)
+        self.assertEqual({"n3": {RC: 1}},
+                         self.placement.consumers["nova-instance"])
         self.assertNotIn("gone", self.placement.providers_)
         self.assertIn("foreign", self.placement.providers_)  # not ours
 
