@@ -132,6 +132,22 @@ def _parser() -> argparse.ArgumentParser:
     )
     add_db(enroll)
     enroll.add_argument("file", help="inventory file (JSON or YAML)")
+    enroll.add_argument(
+        "--fake-hardware", action="store_true",
+        help="enroll every node as fake-hardware whatever its driver "
+             "(bifrost inventories name ipmi, redfish, ...); driver_info "
+             "is kept",
+    )
+    enroll.add_argument(
+        "--default-resource-class", metavar="NAME", default="baremetal",
+        help="resource class of nodes that name none (default baremetal, "
+             "as bifrost configures Ironic); '' leaves them without one, "
+             "and then they cannot be allocated",
+    )
+    enroll.add_argument(
+        "--default-trait", metavar="TRAIT", action="append", default=[],
+        help="a trait of nodes that name no traits (repeatable)",
+    )
     return parser
 
 
@@ -202,13 +218,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"Database schema is at revision {current}")
             return 0
         if args.command == "enroll":
-            return _enroll(db, args.file)
+            return _enroll(db, args)
         return _serve(db, args)
     finally:
         db.dispose()
 
 
-def _enroll(db: object, path: str) -> int:
+def _enroll(db: object, args: argparse.Namespace) -> int:
     from baremetal_allocclient.server import inventory
     from baremetal_allocclient.server.db.engine import (
         Database,
@@ -216,19 +232,48 @@ def _enroll(db: object, path: str) -> int:
     )
 
     assert isinstance(db, Database)
+    defaults = inventory.Defaults(
+        resource_class=args.default_resource_class or None,
+        traits=tuple(sorted(set(args.default_trait))),
+        any_driver=args.fake_hardware,
+    )
     try:
         db.check_schema()
-        with open(path, encoding="utf-8") as stream:
-            specs = inventory.load(stream.read(), path)
-        created, skipped = inventory.enroll(db, specs)
+        with open(args.file, encoding="utf-8") as stream:
+            parsed = inventory.parse(stream.read(), args.file, defaults)
+        created, skipped = inventory.enroll(db, parsed.nodes)
     except (OSError, inventory.InventoryError, SchemaOutOfDate) as exc:
         print(f"baremetal-alloc-server: {exc}", file=sys.stderr)
         return 1
+    for note in _enroll_notes(parsed):
+        print(f"baremetal-alloc-server: {note}", file=sys.stderr)
     message = f"Enrolled {created} node(s)"
     if skipped:
         message += f", skipped {skipped} already present"
     print(message)
     return 0
+
+
+def _enroll_notes(parsed: object) -> list[str]:
+    """What enrolling did that the inventory did not say, said once."""
+    from baremetal_allocclient.server import inventory
+
+    assert isinstance(parsed, inventory.Inventory)
+    notes = []
+    if parsed.mapped_drivers:
+        notes.append(
+            f"driver(s) {', '.join(sorted(parsed.mapped_drivers))} enrolled "
+            f"as {inventory.DRIVER}; driver_info kept")
+    if parsed.ignored:
+        notes.append(
+            f"ignored host-side key(s) that bifrost's playbooks use: "
+            f"{', '.join(sorted(parsed.ignored))}")
+    classless = sum(1 for n in parsed.nodes if n.resource_class is None)
+    if classless:
+        notes.append(
+            f"{classless} node(s) have no resource class and cannot be "
+            f"allocated (see --default-resource-class)")
+    return notes
 
 
 def _serve(db: object, args: argparse.Namespace) -> int:

@@ -16,7 +16,7 @@ from baremetal_allocclient.server.api.errors import (
     not_acceptable,
 )
 from baremetal_allocclient.server.db.models import Allocation, Node, Port
-from baremetal_allocclient.server.logic import instance
+from baremetal_allocclient.server.logic import secrets
 
 FAKE = "fake"
 NOOP = "noop"
@@ -132,13 +132,14 @@ def node_view(
         "deploy_step": {},
         "description": node.description,
         "driver": node.driver,
-        "driver_info": node.driver_info or {},
-        "driver_internal_info": node.driver_internal_info or {},
+        "driver_info": secrets.driver_info(node.driver_info),
+        "driver_internal_info": secrets.driver_internal_info(
+            node.driver_internal_info),
         "extra": node.extra or {},
         "fault": node.fault,
         "inspection_finished_at": timestamp(node.inspection_finished_at),
         "inspection_started_at": timestamp(node.inspection_started_at),
-        "instance_info": instance.shown(node.instance_info),
+        "instance_info": secrets.instance_info(node.instance_info),
         "instance_uuid": node.instance_uuid,
         "last_error": node.last_error,
         "lessee": node.lessee,

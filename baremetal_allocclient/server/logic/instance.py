@@ -1,15 +1,14 @@
 """What a deploy keeps in a node's ``instance_info`` (pure).
 
 Like Ironic with fake-hardware: the ``configdrive`` of the deploy request
-is kept (and shown masked), and an image gets its ``image_type``.
+is kept (``logic/secrets.py`` masks it in answers), and an image gets its
+``image_type``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-#: How Ironic shows a stored config drive.
-MASK = "******"
 CONFIGDRIVE_VERBS = ("active", "deploy")
 #: A config drive may be a JSON object from 1.56, with vendor_data 1.59.
 CONFIGDRIVE_OBJECT = 56
@@ -67,12 +66,4 @@ def deployed(info: dict[str, Any] | None, configdrive: object
         result.setdefault("image_type", kind)
     if configdrive is not None:
         result["configdrive"] = configdrive
-    return result
-
-
-def shown(info: dict[str, Any] | None) -> dict[str, Any]:
-    """``instance_info`` as clients see it: the config drive masked."""
-    result = dict(info or {})
-    if result.get("configdrive"):
-        result["configdrive"] = MASK
     return result

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import os
+
 import testtools
 
 from baremetal_allocclient.server import inventory
@@ -80,3 +83,83 @@ class LoadTests(testtools.TestCase):
             error = self.assertRaises(inventory.InventoryError,
                                       inventory.load, text, "inv.yaml")
             self.assertIn(words, str(error), text)
+
+
+class BifrostInventoryTests(testtools.TestCase):
+    """Bifrost's inventories as they are (see data/bifrost/NOTICE)."""
+
+    DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        __file__))), "functional", "data", "bifrost")
+
+    def _example(self, name: str,
+                 defaults: inventory.Defaults) -> inventory.Inventory:
+        path = os.path.join(self.DATA, name)
+        with open(path, encoding="utf-8") as stream:
+            return inventory.parse(stream.read(), path, defaults)
+
+    def test_examples_need_the_fake_hardware_option(self) -> None:
+        error = self.assertRaises(
+            inventory.InventoryError, self._example,
+            "baremetal.json.example", inventory.Defaults())
+        self.assertIn("driver 'ipmi' is not supported (only fake-hardware; "
+                      "enroll --fake-hardware", str(error))
+
+    def test_json_and_yaml_examples_give_the_same_nodes(self) -> None:
+        defaults = inventory.Defaults(resource_class="baremetal",
+                                      any_driver=True)
+        from_json = self._example("baremetal.json.example", defaults)
+        from_yaml = self._example("baremetal.yml.example", defaults)
+        self.assertEqual(from_json, from_yaml)
+        self.assertEqual({"ipmi"}, from_json.mapped_drivers)
+        self.assertEqual({"ipa_kernel_url", "ipa_ramdisk_url",
+                          "ipv4_address"}, from_json.ignored)
+        basic, advanced = from_json.nodes
+        self.assertEqual(("basicipmiexample0", "baremetal"),
+                         (basic.name, basic.resource_class))
+        self.assertEqual({"cpu_arch": "x86_64", "memory_mb": "32760",
+                          "local_gb": "235", "cpus": "16"}, basic.properties)
+        self.assertEqual(["00:00:00:23:34:56", "00:00:00:12:34:57"],
+                         [nic.address for nic in basic.nics])
+        self.assertEqual({}, basic.instance_info)
+        self.assertEqual("493972895dc465a09702ce6e85a836c5",
+                         advanced.instance_info["image_checksum"])
+        self.assertEqual("dual", advanced.driver_info["ipmi_bridging"])
+
+    def test_every_documented_host_side_key_is_accepted(self) -> None:
+        entry = dict.fromkeys(inventory.HOST_SIDE_KEYS, "x")
+        parsed = inventory.parse(json.dumps({"n": entry}), "inv.json")
+        self.assertEqual(inventory.HOST_SIDE_KEYS, parsed.ignored)
+
+    def test_nested_driver_info_is_flattened(self) -> None:
+        (spec,) = inventory.load(
+            "n:\n  driver_info:\n    power: {ipmi_address: 1.2.3.4}\n"
+            "    deploy: {deploy_kernel: k}\n    ipmi_port: 623\n", "i.yaml")
+        self.assertEqual({"ipmi_address": "1.2.3.4", "deploy_kernel": "k",
+                          "ipmi_port": 623}, spec.driver_info)
+        error = self.assertRaises(
+            inventory.InventoryError, inventory.load,
+            "n:\n  driver_info:\n    power: {ipmi_port: 1}\n"
+            "    ipmi_port: 2\n", "i.yaml")
+        self.assertIn("driver_info.power.ipmi_port is also given",
+                      str(error))
+
+    def test_ram_and_memory_mb_together_are_refused(self) -> None:
+        error = self.assertRaises(
+            inventory.InventoryError, inventory.load,
+            "n: {properties: {ram: 1, memory_mb: 2}}\n", "i.yaml")
+        self.assertIn("both ram and memory_mb", str(error))
+
+    def test_defaults_fill_only_what_is_missing(self) -> None:
+        defaults = inventory.Defaults(resource_class="baremetal",
+                                      traits=("CUSTOM_LAB",))
+        plain, named = inventory.load(
+            "a: {}\nb: {resource_class: gold, traits: [CUSTOM_X]}\n",
+            "i.yaml", defaults)
+        self.assertEqual(("baremetal", ("CUSTOM_LAB",)),
+                         (plain.resource_class, plain.traits))
+        self.assertEqual(("gold", ("CUSTOM_X",)),
+                         (named.resource_class, named.traits))
+        error = self.assertRaises(
+            inventory.InventoryError, inventory.load, "a: {}\n", "i.yaml",
+            inventory.Defaults(traits=("lab",)))
+        self.assertIn("default trait 'lab'", str(error))
