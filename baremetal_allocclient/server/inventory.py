@@ -182,7 +182,6 @@ def _check_unique(specs: Sequence[NodeSpec]) -> None:
                 raise InventoryError(
                     f"{spec.name}: MAC address {nic.address} appears twice")
             addresses.add(nic.address)
-    return specs
 
 
 _NIC_KEYS = {"mac", "extra", "pxe_enabled", "physical_network"}
