@@ -40,6 +40,8 @@ COMMANDS: Mapping[str, str] = {
     "unset": f"{_ALLOCATION}:UnsetAllocation",
     "capacity": "baremetal_allocclient.osc.v1.capacity:AllocationCapacity",
     "explain": "baremetal_allocclient.osc.v1.explain:ExplainAllocation",
+    "renew": "baremetal_allocclient.osc.v1.leases:RenewLease",
+    "expire": "baremetal_allocclient.osc.v1.leases:ExpireLeases",
 }
 
 #: Auth-plugin options offered on the command line (and as OS_* variables),

@@ -40,7 +40,7 @@ API_VERSIONS: tuple[str, ...] = ("1",)
 COMMAND_NAMES = frozenset(
     "baremetal allocation " + verb
     for verb in ("create", "list", "get", "show", "delete", "set", "unset",
-                 "capacity")
+                 "capacity", "renew", "expire")
 )
 _OUR_MODULE_PREFIX = "baremetal_allocclient.osc."
 _IRONICCLIENT_PLUGIN = "ironicclient.osc.plugin"

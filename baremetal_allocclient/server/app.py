@@ -180,7 +180,8 @@ class Application:
             return json_response(versions.root_document(base)), version
         if path == "/v1":
             document = versions.v1_document(base)
-            document["extensions"] = extensions.advertisement(base)
+            document["extensions"] = extensions.advertisement(
+                base, self.services)
             return json_response(document), version
         ctx = Context(request, version, base, self.services)
         try:

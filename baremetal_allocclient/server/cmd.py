@@ -114,6 +114,20 @@ def _parser() -> argparse.ArgumentParser:
              "(default 60)",
     )
     serve.add_argument(
+        "--expire-leases", type=_seconds, nargs="?", const=30.0,
+        default=0.0, metavar="INTERVAL",
+        help="release allocations whose lease ended (the "
+             "baremetal_alloc:lease_expires_at key of extra) and whose "
+             "node is not deployed, checking every INTERVAL seconds "
+             "(default 30); safe with several processes; deployed nodes "
+             "are logged and left (see --expire-leases-undeploy)",
+    )
+    serve.add_argument(
+        "--expire-leases-undeploy", action="store_true",
+        help="with --expire-leases: tear down the deployed nodes of "
+             "expired leases (their allocations go when that ends)",
+    )
+    serve.add_argument(
         "--allocation-delay", type=_seconds_or_zero, default=0.0,
         help="testing aid: seconds each allocation waits before a worker "
              "processes it (default 0)",
@@ -194,6 +208,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ):
         parser.error("--heartbeat-timeout must be longer than "
                      "--heartbeat-interval")
+    if args.command == "serve" and (
+        args.expire_leases_undeploy and not args.expire_leases
+    ):
+        parser.error("--expire-leases-undeploy needs --expire-leases")
     logging.basicConfig(
         level=args.log_level, stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -289,6 +307,9 @@ def _serve(db: object, args: argparse.Namespace) -> int:
     from baremetal_allocclient.server.conductor.fake_hardware import (
         FakeHardware,
     )
+    from baremetal_allocclient.server.conductor.lease_expiry import (
+        LeaseExpiry,
+    )
     from baremetal_allocclient.server.conductor.membership import (
         ConductorNameInUse,
         Membership,
@@ -340,11 +361,15 @@ def _serve(db: object, args: argparse.Namespace) -> int:
         db, workers, args.heartbeat_timeout, args.takeover_interval
     )
     hardware = FakeHardware(db, step_delay=args.step_delay)
+    expiry = LeaseExpiry(db, hardware, args.expire_leases,
+                         undeploy=args.expire_leases_undeploy)
     app = setup.wrap(
         Application(
             Services(db, workers, hardware, args.conductor_name, backend,
                      max_prefer_wait=args.max_prefer_wait,
-                     waiting=WaitPermits(waiting_capacity(args.threads)))
+                     waiting=WaitPermits(waiting_capacity(args.threads)),
+                     lease_expiry=args.expire_leases,
+                     lease_undeploy=args.expire_leases_undeploy)
         )
     )
     server = wsgi.Server(
@@ -380,6 +405,7 @@ def _serve(db: object, args: argparse.Namespace) -> int:
         target=_resume, args=(workers, started), name="resume", daemon=True
     ).start()
     takeover.start()
+    expiry.start()
     hardware.resume()
     backend.start()
     LOG.info("Serving on %s://%s:%d (database %s, auth %s, backend %s)",
@@ -394,6 +420,7 @@ def _serve(db: object, args: argparse.Namespace) -> int:
     # and marking the conductor offline lets others take them over now.
     server.stop()
     takeover.stop()
+    expiry.stop()
     workers.shutdown()
     backend.stop()
     hardware.shutdown()

@@ -16,6 +16,8 @@ negotiated (one HTTP request per call when the server is recent enough).
 
 from __future__ import annotations
 
+import datetime
+import itertools
 import json
 import logging
 import time
@@ -27,7 +29,7 @@ from typing import Any, Final
 from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import session as ks_session
 
-from baremetal_allocclient import exceptions
+from baremetal_allocclient import exceptions, leases
 from baremetal_allocclient.constraints import (
     EXPLAIN_PATH,
     EXTENSION,
@@ -39,6 +41,7 @@ from baremetal_allocclient.constraints import funnel as funnel_of
 from baremetal_allocclient.v1 import (
     budget,
     interrupts,
+    leasing,
     pagination,
     resources,
     retries,
@@ -391,6 +394,7 @@ class Client:
         prefer_wait: float | None = None,
         deadline: budget.Deadline | None = None,
         constraints: Constraints | None = None,
+        lease: datetime.timedelta | str | None = None,
     ) -> Allocation:
         """Request a node: ``POST /v1/allocations``.
 
@@ -421,7 +425,15 @@ class Client:
         header and answers ``allocating``, so it is always safe to send.
         The hold never exceeds what is left of ``deadline`` (less
         :data:`budget.HOLD_MARGIN`), and no attempt outlives it.
+
+        ``lease`` (a ``timedelta`` or ``"2h"``, ``"1h30m"``...) records
+        when the allocation should be given back, in ``extra`` (see
+        :mod:`baremetal_allocclient.leases`); :meth:`expire` or ``serve
+        --expire-leases`` release it after that.
         """
+        if lease is not None:
+            extra = leases.with_lease(extra, self._lease(lease),
+                                      leases.utcnow())
         if resource_class is None and node is None:
             raise exceptions.InvalidArgument(
                 "resource_class is required unless node is given"
@@ -525,6 +537,8 @@ class Client:
         sort_key: str | None = None,
         sort_dir: str | None = None,
         page_size: int | None = None,
+        expired: bool | None = None,
+        now: datetime.datetime | None = None,
     ) -> Iterator[Allocation]:
         """Iterate over allocations, fetching pages lazily.
 
@@ -534,7 +548,21 @@ class Client:
         (default: the server's maximum).  ``marker`` starts after that
         allocation UUID.  Pages are followed through the server's ``next``
         links (see :mod:`~baremetal_allocclient.v1.pagination`).
+
+        ``expired=True`` keeps only allocations whose lease ended by
+        ``now`` (default: the current time), ``expired=False`` the others
+        (with a running lease or none).  This filter runs on the client,
+        over every page, with ``extra`` fetched; ``limit`` then counts
+        what passes it.
         """
+        if expired is not None:
+            return self._filter_expired(
+                expired, now or leases.utcnow(), limit,
+                state=state, resource_class=resource_class, node=node,
+                owner=owner, marker=marker, sort_key=sort_key,
+                sort_dir=sort_dir, page_size=page_size,
+                fields=None if fields is None else [*fields, "extra"],
+            )
         pagination.check_positive("limit", limit)
         pagination.check_positive("page_size", page_size)
         if state is not None and state not in resources.ALLOCATION_STATES:
@@ -560,6 +588,16 @@ class Client:
             "sort_dir": sort_dir,
         }
         return self._iterate(filters, feature, limit, marker, page_size)
+
+    def _filter_expired(
+        self, expired: bool, now: datetime.datetime, limit: int | None,
+        **query: Any,
+    ) -> Iterator[Allocation]:
+        pagination.check_positive("limit", limit)
+        listed = self.list_allocations(**query)
+        chosen = (item for item in listed
+                  if leases.is_expired(item.extra, now) == expired)
+        return itertools.islice(chosen, limit)
 
     def _iterate(
         self,
@@ -648,6 +686,56 @@ class Client:
         return self._delete(
             "/v1/allocations/" + transport.quote(ident), ignore_missing,
             deadline,
+        )
+
+    # -- leases (see baremetal_allocclient.leases) ------------------------
+
+    @staticmethod
+    def _lease(lease: datetime.timedelta | str) -> datetime.timedelta:
+        try:
+            return leases.as_duration(lease)
+        except leases.LeaseError as exc:
+            raise exceptions.InvalidArgument(str(exc)) from None
+
+    def renew_lease(
+        self, allocation: Allocation | str,
+        lease: datetime.timedelta | str,
+    ) -> Allocation:
+        """Give an allocation a lease ending ``lease`` from now (JSON patch
+        of the lease keys of ``extra``; other keys are left as they are).
+
+        Renew before the lease ends: a lease that already ended may be
+        expired by a concurrent :meth:`expire` (NotFound then).
+        """
+        ident = allocation.ident if isinstance(
+            allocation, Allocation) else allocation
+        return self.update_allocation(ident, set_extra=leases.lease_extra(
+            self._lease(lease), leases.utcnow()))
+
+    def expire(
+        self,
+        *,
+        dry_run: bool = False,
+        undeploy: bool = False,
+        resource_class: str | None = None,
+        owner: str | None = None,
+    ) -> leasing.ExpireReport:
+        """Release the allocations whose lease ended and whose node is not
+        deployed; report the deployed ones (torn down with ``undeploy``).
+
+        Safe to run from several places at once; see
+        :mod:`~baremetal_allocclient.v1.leasing` for what is guaranteed.
+        ``dry_run`` changes nothing and says what would be done.
+        """
+        return leasing.expire(self, dry_run=dry_run, undeploy=undeploy,
+                              resource_class=resource_class, owner=owner)
+
+    def undeploy_node(self, node: str) -> None:
+        """Ask for a node's tear-down (provision target ``deleted``);
+        the server deletes its allocation when the tear-down ends."""
+        self._transport.request(
+            "PUT", "/v1/nodes/" + transport.quote(node) + "/states/provision",
+            feature=versions.NODES, json={"target": "deleted"},
         )
 
     def get_node_allocation(
@@ -916,6 +1004,7 @@ class Client:
         timeout: float | None = waiting.DEFAULT_TIMEOUT,
         on_progress: waiting.ProgressCallback | None = None,
         constraints: Constraints | None = None,
+        lease: datetime.timedelta | str | None = None,
     ) -> Allocation:
         """Create an allocation and wait until it is ``active``.
 
@@ -924,7 +1013,8 @@ class Client:
         to answer once the allocation settled (``Prefer: wait``, within
         the budget), so on the reference server this is usually one
         request; polling takes over when the answer is still
-        ``allocating``.  ``constraints``: see :meth:`create_allocation`.
+        ``allocating``.  ``constraints`` and ``lease``: see
+        :meth:`create_allocation` (the lease starts with the create).
 
         If anything fails (``error`` state, timeout, an error, Ctrl-C
         (KeyboardInterrupt) or SIGTERM), the allocation is deleted before
@@ -935,6 +1025,9 @@ class Client:
         """
         from baremetal_allocclient.v1 import reservation
 
+        if lease is not None:
+            extra = leases.with_lease(extra, self._lease(lease),
+                                      leases.utcnow())
         request = reservation.Request(
             resource_class=resource_class, traits=tuple(traits),
             candidate_nodes=tuple(candidate_nodes), name=name, uuid=uuid,

@@ -192,6 +192,7 @@ class CreateAllocation(show.ShowOne, _Provenance):
             "those are reported (and printed unless interrupted).",
         )
         add_constraint_options(parser)
+        _lease_options().add_lease_option(parser)
         return parser
 
     def take_action(
@@ -374,11 +375,20 @@ def _request(
         candidate_nodes=tuple(parsed_args.candidate_nodes),
         name=parsed_args.name,
         uuid=parsed_args.uuid,
-        extra=parsing.merge_key_values(parsed_args.extra) or None,
+        extra=_lease_options().extra_with_lease(
+            parsing.merge_key_values(parsed_args.extra), parsed_args.lease,
+        ) or None,
         node=parsed_args.node,
         owner=parsed_args.owner,
         constraints=constraints_from_args(parser, parsed_args) or None,
     )
+
+
+def _lease_options() -> ModuleType:
+    """``--lease`` (osc/v1/leases.py, which imports this module)."""
+    from baremetal_allocclient.osc.v1 import leases
+
+    return leases
 
 
 def exceptions_module() -> ModuleType:
@@ -460,6 +470,12 @@ class ListAllocations(lister.Lister, _Provenance):
             metavar="<n>",
             help="Allocations per request (default: the server's maximum).",
         )
+        parser.add_argument(
+            "--expired",
+            action="store_true",
+            help="Only allocations whose lease has ended (checked on the "
+            "client, over every page; see 'expire').",
+        )
         display = parser.add_mutually_exclusive_group()
         display.add_argument(
             "--long",
@@ -485,12 +501,13 @@ class ListAllocations(lister.Lister, _Provenance):
             resource_class=parsed_args.resource_class,
             node=parsed_args.node,
             owner=parsed_args.owner,
-            fields=fields,
+            fields=columns.fetched(fields),
             limit=parsed_args.limit or None,
             marker=parsed_args.marker,
             sort_key=sort_key,
             sort_dir=sort_dir,
             page_size=parsed_args.page_size,
+            expired=True if parsed_args.expired else None,
         )
         if len(sort_keys) > 1:
             found = columns.sort_allocations(found, sort_keys)
@@ -532,10 +549,10 @@ class ShowAllocation(show.ShowOne, _Provenance):
         self, parsed_args: argparse.Namespace
     ) -> tuple[Sequence[str], Sequence[Any]]:
         fields = parsing.flatten_fields(parsed_args.fields) or None
-        allocation = _client(self).get_allocation(
-            parsed_args.allocation, fields=fields
-        )
         columns = _columns()
+        allocation = _client(self).get_allocation(
+            parsed_args.allocation, fields=columns.fetched(fields)
+        )
         names = fields or columns.ALL
         return names, columns.row(allocation, names, parsed_args.formatter)
 

@@ -4,6 +4,10 @@ Column names are the API's field names, taken from the SDK's Allocation
 dataclass, so ``-c node_uuid`` and ``-f json`` keys match what the server
 returns. Only the presentation choices live here: which columns a plain
 ``list`` shows and which fields the server refuses to sort by.
+
+One column is derived rather than fetched: ``lease_expires_at``, the end
+of the allocation's lease as recorded in ``extra`` (see
+:mod:`baremetal_allocclient.leases`); asking for it fetches ``extra``.
 """
 
 from __future__ import annotations
@@ -15,15 +19,21 @@ from typing import Any
 
 from cliff import columns as cliff_columns
 
+from baremetal_allocclient import leases
 from baremetal_allocclient.v1 import Allocation
 
 #: Wire name -> SDK attribute, from the SDK's field table.
 _ATTRIBUTES: dict[str, str] = {
     spec.wire: spec.name for spec in Allocation.field_specs()
 }
+#: The derived lease column and the API field it is read from.
+LEASE_COLUMN = "lease_expires_at"
+_DERIVED: dict[str, str] = {LEASE_COLUMN: "extra"}
 #: Every displayable field, in the SDK's declaration order ("links" is
-#: navigation for machines, not data for people).
-ALL: tuple[str, ...] = tuple(w for w in _ATTRIBUTES if w != "links")
+#: navigation for machines, not data for people), then the lease's end.
+ALL: tuple[str, ...] = (
+    *(w for w in _ATTRIBUTES if w != "links"), LEASE_COLUMN,
+)
 #: What ``list`` shows without ``--long`` or ``--fields``.
 DEFAULT_LIST: tuple[str, ...] = (
     "uuid",
@@ -31,9 +41,12 @@ DEFAULT_LIST: tuple[str, ...] = (
     "resource_class",
     "state",
     "node_uuid",
+    LEASE_COLUMN,
 )
-#: Fields Ironic refuses in ``sort_key`` (lists and free-form documents).
-UNSORTABLE: frozenset[str] = frozenset({"traits", "candidate_nodes", "extra"})
+#: Fields Ironic refuses in ``sort_key`` (lists and free-form documents);
+#: the derived column is not a server field at all.
+UNSORTABLE: frozenset[str] = frozenset(
+    {"traits", "candidate_nodes", "extra", LEASE_COLUMN})
 SORTABLE: tuple[str, ...] = tuple(c for c in ALL if c not in UNSORTABLE)
 
 assert set(DEFAULT_LIST) <= set(ALL), "DEFAULT_LIST names unknown fields"
@@ -76,6 +89,25 @@ def display_value(value: Any, *, blank_none: bool = False) -> Any:
     return value
 
 
+def fetched(names: Sequence[str] | None) -> list[str] | None:
+    """The API fields to fetch (``fields=``) to show ``names``."""
+    if names is None:
+        return None
+    return list(dict.fromkeys(_DERIVED.get(n, n) for n in names))
+
+
+def lease_expiry(allocation: Allocation) -> str | None:
+    """The recorded end of the lease, as recorded (None: no lease)."""
+    value = (allocation.extra or {}).get(leases.EXPIRES_KEY)
+    return None if value is None else str(value)
+
+
+def _value(allocation: Allocation, name: str) -> Any:
+    if name == LEASE_COLUMN:
+        return lease_expiry(allocation)
+    return getattr(allocation, _ATTRIBUTES[name])
+
+
 def sort_allocations(
     allocations: Iterable[Allocation],
     keys: Sequence[tuple[str, str | None]],
@@ -110,6 +142,6 @@ def row(
     """The values of ``names`` for one allocation, ready for a formatter."""
     blank = output_format in TEXT_FORMATS
     return tuple(
-        display_value(getattr(allocation, _ATTRIBUTES[n]), blank_none=blank)
+        display_value(_value(allocation, n), blank_none=blank)
         for n in names
     )

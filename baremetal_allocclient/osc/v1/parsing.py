@@ -8,9 +8,12 @@ so that bad input is a usage error (exit code 2) before any request is made.
 from __future__ import annotations
 
 import argparse
+import datetime
 import math
 import re
 from collections.abc import Iterable, Sequence
+
+from baremetal_allocclient import leases
 
 _SORT_DIRECTIONS = ("asc", "desc")
 #: Allocation states (the SDK's resources.ALLOCATION_STATES; repeated here
@@ -106,6 +109,14 @@ def wait_timeout(text: str) -> float:
             f"expected a non-negative number of seconds, got {text!r}"
         )
     return value
+
+
+def lease_duration(text: str) -> datetime.timedelta:
+    """``--lease``: ``90s``, ``30m``, ``2h``, ``1d``, ``1h30m``..."""
+    try:
+        return leases.parse_duration(text)
+    except leases.LeaseError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _int(text: str) -> int:

@@ -47,6 +47,11 @@ class Services:
             prefer.waiting_capacity(prefer.DEFAULT_THREADS)
         )
     )
+    #: Seconds between lease expiry rounds (``serve --expire-leases``);
+    #: 0: this process does not expire leases.
+    lease_expiry: float = 0.0
+    #: Whether expiry tears deployed nodes down (``--expire-leases-undeploy``).
+    lease_undeploy: bool = False
 
 
 @dataclass(frozen=True)

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from baremetal_allocclient import constraints
+from baremetal_allocclient import constraints, leases
 from baremetal_allocclient.server.api import capacity
-from baremetal_allocclient.server.api.context import Context
+from baremetal_allocclient.server.api.context import Context, Services
 from baremetal_allocclient.server.api.errors import bad_request
 
 #: Version of the constraints extension's wire format.
 CONSTRAINTS_VERSION = 1
+#: Version of the leases extension (the ``extra`` keys it reads).
+LEASES_VERSION = 1
 
 
 def requested(header: str | None) -> set[str]:
@@ -43,9 +45,25 @@ def parse_constraints(body: dict[str, Any]) -> constraints.Constraints:
         raise bad_request(f"Invalid constraints: {exc}") from None
 
 
-def advertisement(base_url: str) -> dict[str, Any]:
+def lease_advertisement(services: Services | None) -> dict[str, Any]:
+    """The ``leases`` entry: the ``extra`` keys, and whether this process
+    expires leases by itself (``serve --expire-leases``)."""
+    interval = services.lease_expiry if services is not None else 0.0
+    return {
+        "version": LEASES_VERSION,
+        "expires_at_key": leases.EXPIRES_KEY,
+        "duration_key": leases.DURATION_KEY,
+        "expiring": interval > 0,
+        "interval": interval if interval > 0 else None,
+        "undeploy": bool(services is not None and services.lease_undeploy),
+    }
+
+
+def advertisement(base_url: str,
+                  services: Services | None = None) -> dict[str, Any]:
     """The ``extensions`` entry of ``GET /v1``."""
     return {
+        leases.EXTENSION: lease_advertisement(services),
         constraints.EXTENSION: {
             "version": CONSTRAINTS_VERSION,
             "header": constraints.EXTENSION_HEADER,

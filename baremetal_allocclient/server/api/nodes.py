@@ -34,6 +34,7 @@ from baremetal_allocclient.server.api.errors import (
     not_acceptable,
     not_found,
 )
+from baremetal_allocclient.server.conductor import fake_hardware
 from baremetal_allocclient.server.db import queries
 from baremetal_allocclient.server.db.models import (
     Allocation,
@@ -603,15 +604,7 @@ def set_provision_state(ctx: Context, ident: str) -> Response:
                 f"Node {node.uuid} is protected and cannot be undeployed, "
                 f"rebuilt or deleted"
             )
-        if transition.steps:
-            state, target = transition.steps[0]
-        else:
-            state, target = transition.final, None
-        node.provision_state = state
-        node.target_provision_state = target
-        node.provision_updated_at = now
-        node.updated_at = now
-        node.last_error = None
+        state, target = fake_hardware.begin(node, transition, now)
         if transition.final == ns.ACTIVE:
             node.instance_info = instance.deployed(node.instance_info,
                                                    configdrive)

@@ -9,6 +9,7 @@ cleared, another request) is left alone.
 
 from __future__ import annotations
 
+import datetime
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -32,6 +33,24 @@ LOG = logging.getLogger(__name__)
 # Pause before retrying a step that lost a deadlock or the database.
 RETRY_FIRST = 0.1
 RETRY_MAX = 5.0
+
+
+def begin(
+    node: Node, transition: ns.Transition, now: datetime.datetime
+) -> tuple[str, str | None]:
+    """Put a (locked) node in the first state of ``transition``; return
+    that ``(state, target)``, for :meth:`FakeHardware.continue_provision`
+    once the transaction committed."""
+    if transition.steps:
+        state, target = transition.steps[0]
+    else:
+        state, target = transition.final, None
+    node.provision_state = state
+    node.target_provision_state = target
+    node.provision_updated_at = now
+    node.updated_at = now
+    node.last_error = None
+    return state, target
 
 
 class FakeHardware:

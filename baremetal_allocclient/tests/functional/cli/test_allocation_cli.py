@@ -26,7 +26,8 @@ TRAIT = "CUSTOM_CLI_TEST"
 #: scenarios that hit it against Ironic are cleaned up and tried again.
 IRONIC_LOCK = "database is locked"
 ATTEMPTS = 3
-DEFAULT_LIST = ["uuid", "name", "resource_class", "state", "node_uuid"]
+DEFAULT_LIST = ["uuid", "name", "resource_class", "state", "node_uuid",
+                "lease_expires_at"]
 ALL_FIELDS = [
     "uuid",
     "name",
@@ -40,6 +41,7 @@ ALL_FIELDS = [
     "extra",
     "created_at",
     "updated_at",
+    "lease_expires_at",
 ]
 
 

@@ -30,8 +30,22 @@ WIRE = {
 class TestRegistry(testtools.TestCase):
     def test_columns_are_the_sdk_field_names(self) -> None:
         wire_names = [spec.wire for spec in Allocation.field_specs()]
-        self.assertEqual([n for n in wire_names if n != "links"],
-                         list(columns.ALL))
+        self.assertEqual([n for n in wire_names if n != "links"]
+                         + ["lease_expires_at"], list(columns.ALL))
+
+    def test_lease_column_is_read_from_extra(self) -> None:
+        self.assertEqual(["uuid", "extra"],
+                         columns.fetched(["uuid", "lease_expires_at",
+                                          "extra"]))
+        self.assertIsNone(columns.fetched(None))
+        self.assertNotIn("lease_expires_at", columns.SORTABLE)
+        leased = Allocation.from_wire({"uuid": "u", "extra": {
+            "baremetal_alloc:lease_expires_at": "2030-01-02T03:04:05Z"}})
+        self.assertEqual(("u", "2030-01-02T03:04:05Z"), columns.row(
+            leased, ["uuid", "lease_expires_at"]))
+        plain = Allocation.from_wire({"uuid": "u", "extra": {}})
+        self.assertEqual(("",), columns.row(plain, ["lease_expires_at"],
+                                            "value"))
 
     def test_default_and_sortable_are_subsets(self) -> None:
         self.assertTrue(set(columns.DEFAULT_LIST) <= set(columns.ALL))

@@ -138,3 +138,15 @@ class TestCreateArgumentsProblem(testtools.TestCase):
             problem = self.problem(**kw)
             self.assertIsNotNone(problem, kw)
             self.assertIn(mentioned, str(problem))
+
+
+class TestLeaseDuration(testtools.TestCase):
+    def test_durations_and_usage_errors(self) -> None:
+        import datetime
+
+        self.assertEqual(datetime.timedelta(hours=1, minutes=30),
+                         parsing.lease_duration("1h30m"))
+        for bad in ("2x", "", "0s", "1000d"):
+            error = self.assertRaises(argparse.ArgumentTypeError,
+                                      parsing.lease_duration, bad)
+            self.assertIn("lease", str(error))

@@ -1,0 +1,127 @@
+"""Leases on the command line: ``create --lease``, ``renew``, ``expire``.
+
+``renew`` and ``expire`` are served by both programs
+(``baremetal-alloc renew|expire`` and ``openstack baremetal allocation
+renew|expire``).  ``expire`` is written for cron: it prints nothing when
+there is nothing to do, one line per allocation it released, would
+release (``--dry-run``), started tearing down (``--undeploy``) or left
+because its node is deployed, and exits 1 when anything failed (the
+failures on stderr).  The work is the SDK's
+(:meth:`baremetal_allocclient.v1.Client.expire`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+from collections.abc import Sequence
+from typing import Any
+
+from cliff import show
+
+from baremetal_allocclient import leases
+from baremetal_allocclient.osc.v1 import parsing
+from baremetal_allocclient.osc.v1.allocation import (
+    CommandFailed,
+    _client,
+    _Provenance,
+)
+
+
+def add_lease_option(parser: argparse.ArgumentParser) -> None:
+    """``--lease DURATION`` of ``create``."""
+    parser.add_argument(
+        "--lease",
+        type=parsing.lease_duration,
+        metavar="<duration>",
+        help="Give the allocation back after this long: 90s, 30m, 2h, 1d, "
+        "1h30m... The end is recorded in extra as "
+        f"{leases.EXPIRES_KEY} (UTC); 'expire' (e.g. from cron) or "
+        "'baremetal-alloc-server serve --expire-leases' releases it then. "
+        "Renew with 'renew'.",
+    )
+
+
+def extra_with_lease(
+    extra: dict[str, str], lease: datetime.timedelta | None
+) -> dict[str, Any]:
+    """``--extra`` values plus the lease keys (``--lease`` wins)."""
+    return leases.with_lease(extra, lease, leases.utcnow()) or {}
+
+
+class RenewLease(show.ShowOne, _Provenance):
+    """Renew an allocation's lease: it now ends this long from now."""
+
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
+        parser: argparse.ArgumentParser = super().get_parser(prog_name)
+        parser.add_argument(
+            "allocation",
+            metavar="<allocation>",
+            type=parsing.non_empty,
+            help="Name or UUID of the allocation.",
+        )
+        parser.add_argument(
+            "--lease",
+            type=parsing.lease_duration,
+            required=True,
+            metavar="<duration>",
+            help="New length of the lease from now: 90s, 30m, 2h, 1d, "
+            "1h30m... (the allocation need not have had a lease).",
+        )
+        return parser
+
+    def take_action(
+        self, parsed_args: argparse.Namespace
+    ) -> tuple[Sequence[str], Sequence[Any]]:
+        from baremetal_allocclient.osc.v1 import columns
+
+        renewed = _client(self).renew_lease(
+            parsed_args.allocation, parsed_args.lease)
+        return columns.ALL, columns.row(renewed, columns.ALL,
+                                        parsed_args.formatter)
+
+
+class ExpireLeases(_Provenance):
+    """Release allocations whose lease ended and whose node is not
+    deployed; report those whose node is deployed (for cron: quiet when
+    there is nothing to do, exit code 1 on failure)."""
+
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
+        parser: argparse.ArgumentParser = super().get_parser(prog_name)
+        parser.add_argument(
+            "--dry-run",
+            action="store_true",
+            help="Change nothing; print what would be done.",
+        )
+        parser.add_argument(
+            "--undeploy",
+            action="store_true",
+            help="Also tear down the deployed nodes of expired leases "
+            "(their allocations are deleted when that ends). Without it "
+            "they are only reported.",
+        )
+        parser.add_argument(
+            "--resource-class",
+            metavar="<resource-class>",
+            help="Only allocations for this resource class.",
+        )
+        parser.add_argument(
+            "--owner",
+            metavar="<owner>",
+            help="Only allocations owned by this project (API 1.60).",
+        )
+        return parser
+
+    def take_action(self, parsed_args: argparse.Namespace) -> int:
+        report = _client(self).expire(
+            dry_run=parsed_args.dry_run, undeploy=parsed_args.undeploy,
+            resource_class=parsed_args.resource_class,
+            owner=parsed_args.owner,
+        )
+        failed = report.failed
+        for entry in report.reported:
+            if entry not in failed:
+                self.app.stdout.write(entry.describe() + "\n")
+        if failed:
+            raise CommandFailed("\n".join(e.describe() for e in failed))
+        return 0
