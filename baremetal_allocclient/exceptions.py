@@ -287,6 +287,41 @@ class AllocationFailed(ClientError):
         )
 
 
+class GroupFailed(ClientError):
+    """An all-or-nothing group could not be reserved; nothing of it is
+    kept (see :meth:`Client.allocate_group`).
+
+    Attributes:
+        reason: why, naming the member that failed and its last_error
+            (or the server's explanation).
+        failed: the member that failed, as last read, if one did.
+        left: ``(uuid, why)`` of members that could not be deleted
+            (empty when the roll-back was complete).
+        rolled_back: False when the server created nothing (the
+            groups extension), so nothing had to be deleted.
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        failed: Allocation | None = None,
+        left: Sequence[tuple[str, str]] = (),
+        rolled_back: bool = True,
+    ) -> None:
+        self.reason = reason
+        self.failed = failed
+        self.left = tuple(left)
+        if self.left:
+            kept = "; ".join(f"{uuid} ({why})" for uuid, why in self.left)
+            tail = f"; could NOT delete: {kept}"
+        elif rolled_back:
+            tail = "; every allocation made for it was deleted"
+        else:
+            tail = ""
+        super().__init__(reason + tail)
+
+
 class WaitTimeout(ClientError):
     """Waiting gave up before the allocation(s) left ``allocating``.
 

@@ -16,11 +16,13 @@ from werkzeug.routing import Map, Rule
 from werkzeug.wrappers import Request, Response
 
 from baremetal_allocclient.constraints import EXPLAIN_PATH
+from baremetal_allocclient.groups import PATH as GROUPS_PATH
 from baremetal_allocclient.server.api import (
     allocations,
     capacity,
     explain,
     extensions,
+    groups,
     limits,
     nodes,
     openapi,
@@ -103,6 +105,7 @@ _ROUTES: list[tuple[str, str, Handler]] = [
     ("/v1/openapi.json", "GET", openapi.serve),
     (capacity.PATH, "GET", capacity.get_capacity),  # our extension
     (EXPLAIN_PATH, "POST", explain.explain_allocation),  # our extension
+    (GROUPS_PATH, "POST", groups.create_group),  # our extension
 ]
 
 
@@ -181,7 +184,8 @@ class Application:
         if path == "/v1":
             document = versions.v1_document(base)
             document["extensions"] = extensions.advertisement(
-                base, self.services)
+                base, self.services,
+                groups=self.services.workers.backend.name == "database")
             return json_response(document), version
         ctx = Context(request, version, base, self.services)
         try:

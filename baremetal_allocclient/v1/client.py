@@ -29,7 +29,7 @@ from typing import Any, Final
 from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import session as ks_session
 
-from baremetal_allocclient import exceptions, leases
+from baremetal_allocclient import exceptions, groups, leases
 from baremetal_allocclient.constraints import (
     EXPLAIN_PATH,
     EXTENSION,
@@ -40,9 +40,11 @@ from baremetal_allocclient.constraints import (
 from baremetal_allocclient.constraints import funnel as funnel_of
 from baremetal_allocclient.v1 import (
     budget,
+    grouping,
     interrupts,
     leasing,
     pagination,
+    reservation,
     resources,
     retries,
     selecting,
@@ -166,7 +168,7 @@ class Client:
         )
         self._clock = clock
         self._sleep = sleep
-        self._constraints_extension: bool | None = None
+        self._v1_doc: Any = None
 
     # -- constructors ---------------------------------------------------
 
@@ -539,8 +541,13 @@ class Client:
         page_size: int | None = None,
         expired: bool | None = None,
         now: datetime.datetime | None = None,
+        group: str | None = None,
     ) -> Iterator[Allocation]:
         """Iterate over allocations, fetching pages lazily.
+
+        ``group`` keeps only the members of that group (see
+        :meth:`allocate_group`); Ironic cannot filter on ``extra``, so
+        this filter is applied here, to every page.
 
         Filters (``state``, ``resource_class``, ``node``, ``owner``) and
         sorting are applied by the server.  ``limit`` caps the total number
@@ -560,7 +567,7 @@ class Client:
                 expired, now or leases.utcnow(), limit,
                 state=state, resource_class=resource_class, node=node,
                 owner=owner, marker=marker, sort_key=sort_key,
-                sort_dir=sort_dir, page_size=page_size,
+                sort_dir=sort_dir, page_size=page_size, group=group,
                 fields=None if fields is None else [*fields, "extra"],
             )
         pagination.check_positive("limit", limit)
@@ -578,6 +585,8 @@ class Client:
         feature = self._fields_feature(names, versions.ALLOCATIONS)
         if owner is not None:
             feature = versions.ALLOCATION_OWNER
+        if group is not None and names is not None and "extra" not in names:
+            names = (*names, "extra")
         filters = {
             "state": state,
             "resource_class": resource_class,
@@ -587,7 +596,12 @@ class Client:
             "sort_key": sort_key,
             "sort_dir": sort_dir,
         }
-        return self._iterate(filters, feature, limit, marker, page_size)
+        if group is None:
+            return self._iterate(filters, feature, limit, marker, page_size)
+        members = (a for a in self._iterate(filters, feature, None, marker,
+                                            page_size)
+                   if groups.group_of(a.extra) == group)
+        return itertools.islice(members, limit)
 
     def _filter_expired(
         self, expired: bool, now: datetime.datetime, limit: int | None,
@@ -800,15 +814,24 @@ class Client:
 
     # -- constraints (see v1/selecting.py) -------------------------------
 
+    def _v1_document(self) -> Any:
+        """``GET /v1`` (where extensions are advertised), read once."""
+        if self._v1_doc is None:
+            response = self._transport.request(
+                "GET", "/v1", feature=versions.NODES)
+            self._v1_doc = self._transport.json(response)
+        return self._v1_doc
+
     def supports_constraints(self) -> bool:
         """Whether the server evaluates constraints itself (the reference
         server's extension, advertised in ``GET /v1``); asked once."""
-        if self._constraints_extension is None:
-            response = self._transport.request(
-                "GET", "/v1", feature=versions.NODES)
-            self._constraints_extension = selecting.extension_advertised(
-                self._transport.json(response))
-        return self._constraints_extension
+        return selecting.extension_advertised(self._v1_document())
+
+    def supports_groups(self) -> bool:
+        """Whether the server reserves a whole group in one transaction
+        (the reference server's groups extension, advertised in ``GET
+        /v1``); asked once."""
+        return grouping.extension_advertised(self._v1_document())
 
     def _selection(self, body: Mapping[str, Any],
                    constraints: Constraints) -> Selection:
@@ -1023,8 +1046,6 @@ class Client:
         its default action): after the delete the process ends as SIGTERM
         would have ended it.
         """
-        from baremetal_allocclient.v1 import reservation
-
         if lease is not None:
             extra = leases.with_lease(extra, self._lease(lease),
                                       leases.utcnow())
@@ -1052,6 +1073,127 @@ class Client:
                 if isinstance(exc, exceptions.Terminated):
                     interrupts.finish_termination(exc)
                 raise
+
+    # -- groups (see v1/grouping.py) -----------------------------------
+
+    def allocate_group(
+        self,
+        count: int,
+        resource_class: str,
+        *,
+        name: str | None = None,
+        traits: Iterable[str] = (),
+        candidate_nodes: Iterable[str] = (),
+        extra: Mapping[str, Any] | None = None,
+        owner: str | None = None,
+        timeout: float | None = waiting.DEFAULT_TIMEOUT,
+        on_progress: waiting.ProgressCallback | None = None,
+        constraints: Constraints | None = None,
+    ) -> list[Allocation]:
+        """Reserve ``count`` nodes, all or nothing: return ``count``
+        ``active`` allocations on distinct nodes, or raise GroupFailed
+        after deleting every allocation made for the group.
+
+        The selection arguments are those of :meth:`allocate`.  ``name``
+        names the group: the members are then ``NAME-0`` ..
+        ``NAME-<count-1>`` and carry the group in ``extra``
+        (``baremetal_alloc_group``, ``baremetal_alloc_group_size``), so
+        :meth:`list_allocations` (``group=``) and :meth:`release_group`
+        find them on any server.  ``timeout`` bounds the whole operation.
+
+        On a server advertising the groups extension the nodes are
+        reserved in one transaction; elsewhere (Ironic) the members are
+        created one by one and rolled back on any failure.  Ctrl-C and
+        SIGTERM roll back too (see :meth:`allocate`), then propagate.
+
+        Raises:
+            GroupFailed: nothing was kept; ``reason`` names the member
+                that failed and its last_error (or the server's reason);
+                ``left`` lists members that could not be deleted.
+        """
+        request = reservation.Request(
+            resource_class=resource_class, traits=tuple(traits),
+            candidate_nodes=tuple(candidate_nodes), name=name,
+            extra=dict(extra) if extra is not None else None, owner=owner,
+            constraints=constraints,
+        )
+        with interrupts.sigterm_raises():
+            run = grouping.GroupRun(self, request, count,
+                                    self.deadline(timeout), on_progress)
+            try:
+                return run.make()
+            except (KeyboardInterrupt, exceptions.Terminated) as exc:
+                run.fail(exc, interrupted=True)
+                if isinstance(exc, exceptions.Terminated):
+                    interrupts.finish_termination(exc)
+                raise
+            except exceptions.ClientError as exc:
+                raise run.fail(exc) from exc
+
+    def _post_group(self, body: dict[str, Any], deadline: budget.Deadline
+                    ) -> list[Allocation]:
+        """``POST /v1/allocation_groups`` (the groups extension).  A
+        retried request whose first attempt made the group returns it."""
+        try:
+            response = self._transport.request(
+                "POST", groups.PATH, feature=grouping.FEATURE, json=body,
+                headers=grouping.HEADERS, deadline=deadline,
+                idempotent=True)
+        except exceptions.Conflict as exc:
+            if not exc.retried:
+                raise
+            made = []
+            for uuid in body["uuids"]:
+                try:
+                    found = self._get(uuid, deadline)
+                except exceptions.NotFound:
+                    raise exc from None
+                if groups.group_of(found.extra) != body.get("name") or (
+                        found.resource_class != body["resource_class"]):
+                    raise
+                made.append(found)
+            LOG.debug("Group create was retried; using the allocations "
+                      "made by the first attempt")
+            return made
+        doc = self._transport.json(response)
+        items = doc.get("allocations") if isinstance(doc, dict) else None
+        if not isinstance(items, list) or len(items) != body["count"]:
+            raise exceptions.InvalidResponse(
+                "unexpected group document from the server")
+        return [Allocation.from_wire(item) for item in items]
+
+    def list_group(self, name: str) -> list[Allocation]:
+        """The allocations of group ``name`` (marked in their ``extra``),
+        in member order; empty when there are none."""
+        found = list(self.list_allocations(group=name))
+        return sorted(found, key=lambda a: (len(a.name or ""), a.name or ""))
+
+    def release_group(
+        self, name: str, *, timeout: float | None = None
+    ) -> list[str]:
+        """Delete every allocation of group ``name``; return the UUIDs
+        deleted (empty: there was no such group).
+
+        Raises the first error after trying every member, so one member
+        that cannot go (its node is deployed) does not keep the others.
+        """
+        deadline = self.deadline(timeout)
+        deleted: list[str] = []
+        failures: list[str] = []
+        for member in self.list_group(name):
+            try:
+                if self.delete_allocation(str(member.uuid),
+                                          ignore_missing=True,
+                                          deadline=deadline):
+                    deleted.append(str(member.uuid))
+            except exceptions.ClientError as exc:
+                failures.append(f"{member.ident}: {exc}")
+        if failures:
+            raise exceptions.ClientError(
+                f"Could not delete {len(failures)} allocation(s) of group "
+                f"{name} (deleted {len(deleted)}):\n  "
+                + "\n  ".join(failures))
+        return deleted
 
 
 class _ClientSource:

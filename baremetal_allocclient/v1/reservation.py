@@ -106,6 +106,19 @@ class Reservation:
         """UUIDs whose create got no answer: they may exist."""
         return [u for u in self.attempted if u not in self._latest]
 
+    def expect(self, uuids: Sequence[str]) -> None:
+        """Record UUIDs a request is about to create (before it is sent),
+        so that :meth:`release` deletes them if the answer never comes."""
+        self.attempted.extend(uuids)
+
+    def confirm(self, allocations: Sequence[Allocation]) -> None:
+        """Record allocations the server confirmed it made."""
+        for item in allocations:
+            if item.uuid is not None:
+                if item.uuid not in self.attempted:
+                    self.attempted.append(item.uuid)
+                self._latest[item.uuid] = item
+
     def _record(self, allocations: Sequence[Allocation]) -> None:
         for item in allocations:
             if item.uuid in self._latest:

@@ -19,6 +19,7 @@ into 1.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import logging
 from collections.abc import Iterable, Iterator, Sequence
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from cliff import command, lister, show
 
-from baremetal_allocclient.osc.v1 import parsing
+from baremetal_allocclient.osc.v1 import group_options, parsing
 from baremetal_allocclient.osc.v1.constraint_options import (
     add_constraint_options,
     constraints_from_args,
@@ -193,11 +194,14 @@ class CreateAllocation(show.ShowOne, _Provenance):
         )
         add_constraint_options(parser)
         _lease_options().add_lease_option(parser)
+        group_options.add_create_options(parser)
         return parser
 
     def take_action(
         self, parsed_args: argparse.Namespace
     ) -> tuple[Sequence[str], Any]:
+        if group_options.wanted(parsed_args):
+            return self._create_group(parsed_args)
         waits = parsed_args.wait_timeout is not None
         problem = parsing.create_arguments_problem(
             resource_class=parsed_args.resource_class,
@@ -232,6 +236,36 @@ class CreateAllocation(show.ShowOne, _Provenance):
             except (exceptions_module().ClientError, CommandFailed) as exc:
                 self._after_failure(run, parsed_args, exc)
         return self._output(run.made(), parsed_args)
+
+    def _create_group(
+        self, parsed_args: argparse.Namespace
+    ) -> tuple[Sequence[str], Any]:
+        """``--all-or-nothing`` / ``--group``: N active or none."""
+        problem = group_options.create_problem(parsed_args)
+        if problem:
+            self._parser.error(problem)
+        problem = parsing.create_arguments_problem(
+            resource_class=parsed_args.resource_class, node=None,
+            count=parsed_args.count or 1, name=None, uuid=None,
+            output_format=None)
+        if problem:
+            self._parser.error(problem)
+        from baremetal_allocclient.v1 import interrupts
+
+        request = dataclasses.replace(
+            _request(self._parser, parsed_args), name=parsed_args.group)
+        self._many = True
+        try:
+            made = group_options.create_group(
+                _client(self), request, parsed_args.count or 1,
+                parsed_args.wait_timeout or None)
+        except exceptions_module().GroupFailed as exc:
+            raise CommandFailed(str(exc)) from exc
+        except KeyboardInterrupt as exc:
+            self.app.stderr.write(
+                "Interrupted; the group's allocations were deleted\n")
+            raise SystemExit(interrupts.exit_status(exc)) from None
+        return self._output(made, parsed_args)
 
     @staticmethod
     def _create_and_wait(
@@ -476,6 +510,7 @@ class ListAllocations(lister.Lister, _Provenance):
             help="Only allocations whose lease has ended (checked on the "
             "client, over every page; see 'expire').",
         )
+        group_options.add_list_option(parser)
         display = parser.add_mutually_exclusive_group()
         display.add_argument(
             "--long",
@@ -508,6 +543,7 @@ class ListAllocations(lister.Lister, _Provenance):
             sort_dir=sort_dir,
             page_size=parsed_args.page_size,
             expired=True if parsed_args.expired else None,
+            group=parsed_args.group,
         )
         if len(sort_keys) > 1:
             found = columns.sort_allocations(found, sort_keys)
@@ -564,9 +600,10 @@ class DeleteAllocation(_Provenance):
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
+        self._parser = parser
         parser.add_argument(
             "allocations",
-            nargs="+",
+            nargs="*",
             type=parsing.non_empty,
             metavar="<allocation>",
             help="Names or UUIDs of the allocations to delete.",
@@ -574,14 +611,31 @@ class DeleteAllocation(_Provenance):
         parser.add_argument(
             "--ignore-missing",
             action="store_true",
-            help="Do not fail for allocations that do not exist.",
+            help="Do not fail for allocations (or a group) that do not "
+            "exist.",
         )
+        group_options.add_delete_option(parser)
         return parser
 
     def take_action(self, parsed_args: argparse.Namespace) -> int:
         from baremetal_allocclient import exceptions
 
         client = _client(self)
+        if parsed_args.group is not None:
+            if parsed_args.allocations:
+                self._parser.error(
+                    "give allocations or --group, not both")
+            try:
+                group_options.delete_group(
+                    client, parsed_args.group, parsed_args.ignore_missing,
+                    self.app.stdout)
+            except exceptions.ClientError as exc:
+                raise CommandFailed(str(exc)) from exc
+            return 0
+        if not parsed_args.allocations:
+            self._parser.error(
+                "the following arguments are required: <allocation> "
+                "(or --group)")
         failures: list[str] = []
         for ident in parsed_args.allocations:
             try:

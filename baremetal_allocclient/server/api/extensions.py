@@ -1,6 +1,8 @@
 """This server's extensions of the Ironic API, and how a request opts in.
 
-Plain Ironic clients never see an extension: the constraints extension's
+Plain Ironic clients never see an extension: the groups extension's
+``POST /v1/allocation_groups`` answers 404 unless the request names it in
+the header (doc/source/lifecycle.rst); the constraints extension's
 ``constraints`` field of ``POST /v1/allocations`` is accepted only when
 the request names the extension in the ``X-Baremetal-Alloc-Extensions``
 header (otherwise the body is checked exactly as Ironic checks it), and
@@ -13,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from baremetal_allocclient import constraints, leases
+from baremetal_allocclient import groups as group_model
 from baremetal_allocclient.server.api import capacity
 from baremetal_allocclient.server.api.context import Context, Services
 from baremetal_allocclient.server.api.errors import bad_request
@@ -59,10 +62,11 @@ def lease_advertisement(services: Services | None) -> dict[str, Any]:
     }
 
 
-def advertisement(base_url: str,
-                  services: Services | None = None) -> dict[str, Any]:
-    """The ``extensions`` entry of ``GET /v1``."""
-    return {
+def advertisement(base_url: str, services: Services | None = None,
+                  groups: bool = True) -> dict[str, Any]:
+    """The ``extensions`` entry of ``GET /v1`` (``groups``: whether the
+    backend reserves groups in one transaction)."""
+    found: dict[str, Any] = {
         leases.EXTENSION: lease_advertisement(services),
         constraints.EXTENSION: {
             "version": CONSTRAINTS_VERSION,
@@ -71,3 +75,10 @@ def advertisement(base_url: str,
         },
         "capacity": {"href": f"{base_url}{capacity.PATH}"},
     }
+    if groups:
+        found[group_model.EXTENSION] = {
+            "version": group_model.VERSION,
+            "header": constraints.EXTENSION_HEADER,
+            "href": f"{base_url}{group_model.PATH}",
+        }
+    return found

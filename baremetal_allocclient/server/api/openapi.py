@@ -50,6 +50,10 @@ def _allocation_explain() -> dict[str, Any]:
     return schemas.allocation_create(_LATEST, extended=True)
 
 
+def _allocation_group() -> dict[str, Any]:
+    return schemas.allocation_group(_LATEST)
+
+
 def _node_create() -> dict[str, Any]:
     return schemas.node_create(_LATEST)
 
@@ -152,6 +156,11 @@ OPERATIONS: tuple[Operation, ...] = (
               "Extension: the selection funnel of an allocation request "
               "(constraints included), without reserving", 200,
               _allocation_explain),
+    Operation("/v1/allocation_groups", "POST", "createAllocationGroup",
+              "Extension (header X-Baremetal-Alloc-Extensions: groups): "
+              "reserve count nodes in one transaction, all active or "
+              "none (409, nothing created)", 201, _allocation_group,
+              headers=("Extensions",)),
 )
 
 _PATH_PARAM = re.compile(r"<(?:[a-z]+:)?([a-z_]+)>")
@@ -315,6 +324,15 @@ def document() -> dict[str, Any]:
                     "or no header: answer at once, like Ironic."
                 ),
                 "schema": {"type": "string"},
+            }, "Extensions": {
+                "name": "X-Baremetal-Alloc-Extensions", "in": "header",
+                "required": True,
+                "description": (
+                    "Opt-in to this server's extensions: 'groups' for "
+                    "allocation groups (without it the path answers 404, "
+                    "as on Ironic)."
+                ),
+                "schema": {"type": "string", "const": "groups"},
             }},
             "responses": {
                 "Error": {

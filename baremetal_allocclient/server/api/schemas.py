@@ -13,7 +13,7 @@ from typing import Any
 import jsonschema
 import os_traits  # type: ignore[import-untyped]
 
-from baremetal_allocclient import constraints
+from baremetal_allocclient import constraints, groups
 from baremetal_allocclient.server.api import versions
 from baremetal_allocclient.server.api.errors import bad_request
 
@@ -144,6 +144,31 @@ def allocation_create(
     return {
         "type": "object",
         "properties": props,
+        "additionalProperties": False,
+    }
+
+
+def allocation_group(version: versions.Version) -> dict[str, Any]:
+    """POST /v1/allocation_groups body (the groups extension): what
+    ``POST /v1/allocations`` takes with the constraints extension, but
+    ``name`` names the group, ``uuids`` (optional) are the members'
+    UUIDs in order, and there is no backfill (``node``)."""
+    props = dict(allocation_create(version, extended=True)["properties"])
+    props.pop("node", None)
+    props.pop("uuid")
+    props["count"] = {"type": "integer", "minimum": 1,
+                      "maximum": groups.MAX_SIZE}
+    props["name"] = {"type": ["string", "null"],
+                     "maxLength": groups.MAX_NAME}
+    props["uuids"] = {
+        "type": ["array", "null"],
+        "items": {"type": "string", "maxLength": 36},
+        "maxItems": groups.MAX_SIZE,
+    }
+    return {
+        "type": "object",
+        "properties": props,
+        "required": ["count", "resource_class"],
         "additionalProperties": False,
     }
 

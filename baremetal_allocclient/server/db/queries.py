@@ -740,6 +740,49 @@ def reserve(
     return Reservation.RESERVED
 
 
+def give_node(session: Session, allocation: Allocation, node_id: int,
+              request: Request, filters: Sequence[AnyFilter],
+              now: datetime.datetime) -> bool:
+    """Give a node to an allocation inserted in the caller's transaction
+    (a group member), with the reservation's compare-and-set: False, and
+    nothing written to the node, unless it is still free and passes
+    every filter.  The caller has locked the node (the one lock order)."""
+    params: dict[str, Any] = {
+        **filter_params(request), "r_node": node_id,
+        "r_allocation": allocation.id, "r_uuid": allocation.uuid,
+        "r_now": now,
+    }
+    return _give_node(session.connection(), _take_node(tuple(filters)),
+                      params, request.traits)
+
+
+@functools.cache
+def _locked_window(filters: tuple[AnyFilter, ...], before: bool
+                   ) -> Select[int, str | None, str]:
+    return candidate_query(filters, before).with_for_update(
+        skip_locked=True)
+
+
+def lock_free_nodes(session: Session, request: Request,
+                    filters: Sequence[AnyFilter], pivot: int, count: int
+                    ) -> list[Candidate]:
+    """Lock up to ``count`` nodes passing all filters, from id ``pivot``
+    on and wrapping around, in a write transaction.  Nodes another
+    transaction holds locked are skipped (they are being taken or
+    changed), so two group reservations never wait for each other."""
+    key = tuple(filters)
+    conn = session.connection()
+    params = filter_params(request)
+    rows = list(conn.execute(_locked_window(key, False),
+                             {**params, "w_pivot": pivot, "w_limit": count}))
+    if len(rows) < count:
+        rows += conn.execute(
+            _locked_window(key, True),
+            {**params, "w_pivot": pivot, "w_limit": count - len(rows)})
+    return [Candidate(int(node_id), name, str(uuid))
+            for node_id, name, uuid in rows]
+
+
 _BACKFILLED_NODE = (Node.provision_state == ns.ACTIVE,)
 
 

@@ -20,7 +20,8 @@ Checked (``doc/source/fault-testing.rst``):
   the server's SQL;
 - allocation UUIDs are canonical (lower case) and unique ignoring case;
 - once settled, nothing is ``allocating`` and no node is stuck in a
-  transition (``target_provision_state`` / ``target_power_state``);
+  transition (``target_provision_state`` / ``target_power_state``), and
+  every allocation group is whole (all its members exist, ``active``);
 - with Placement: the claims are exactly the active allocations.
 """
 
@@ -34,6 +35,7 @@ from sqlalchemy import create_engine, event, or_, select
 from sqlalchemy.engine import Engine
 
 from baremetal_allocclient import constraints as model
+from baremetal_allocclient import groups
 from baremetal_allocclient.server.db.models import Allocation, Node, NodeTrait
 
 
@@ -343,6 +345,20 @@ def settled(snapshot: Snapshot) -> list[str]:
     return found
 
 
+def group_name(allocation: AllocationRow) -> str | None:
+    """The group an allocation is a member of (its ``extra`` mark)."""
+    return groups.group_of(allocation.extra)
+
+
+def whole_groups(snapshot: Snapshot) -> list[str]:
+    """Every group stored is whole: all of its recorded size of members
+    exist and are ``active`` (no half-served group)."""
+    found = groups.incomplete_groups(
+        (a.uuid, a.extra, a.state) for a in snapshot.allocations.values())
+    return [f"group {name} is partial: {why}"
+            for name, why in sorted(found.items())]
+
+
 STRUCTURAL = (one_holder_per_node, node_points_back, active_holds_one_node,
               active_matches_request, canonical_uuids)
 
@@ -350,7 +366,7 @@ STRUCTURAL = (one_holder_per_node, node_points_back, active_holds_one_node,
 def violations(snapshot: Snapshot, settle: bool = True) -> list[str]:
     """Every invariant broken by ``snapshot`` (``settle``: also the
     settled-state checks)."""
-    checks = STRUCTURAL + ((settled,) if settle else ())
+    checks = STRUCTURAL + ((settled, whole_groups) if settle else ())
     return [v for check in checks for v in check(snapshot)]
 
 

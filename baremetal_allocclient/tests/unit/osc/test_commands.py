@@ -248,7 +248,7 @@ class TestOptionsToCalls(CommandTestCase):
             "state": "active", "resource_class": "rc", "node": "n",
             "owner": "o", "fields": ["uuid", "name"], "limit": None,
             "marker": "m", "sort_key": "name", "sort_dir": "desc",
-            "page_size": 5, "expired": None,
+            "page_size": 5, "expired": None, "group": None,
         }, self.client.calls[0][2])
 
     def test_set_and_unset(self) -> None:

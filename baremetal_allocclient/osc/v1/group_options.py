@@ -1,0 +1,120 @@
+"""Groups on the command line: ``create --count N --all-or-nothing
+[--group NAME]``, ``list --group NAME`` and ``delete --group NAME``.
+
+The options are added to the ``create``, ``list`` and ``delete`` commands
+of :mod:`.allocation`; the work is :meth:`Client.allocate_group`,
+:meth:`Client.list_allocations` (``group=``) and
+:meth:`Client.release_group`.  Like :mod:`.allocation`, this module
+imports only argparse helpers at module level.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from baremetal_allocclient.v1 import Allocation, Client
+    from baremetal_allocclient.v1 import reservation as reservation_module
+
+
+def group_name(text: str) -> str:
+    """``--group``: a valid group name (usage error otherwise)."""
+    from baremetal_allocclient import groups
+
+    try:
+        groups.check(1, text)
+    except groups.GroupError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def add_create_options(parser: argparse.ArgumentParser) -> None:
+    """``--all-or-nothing`` and ``--group`` of ``create``."""
+    parser.add_argument(
+        "--all-or-nothing",
+        action="store_true",
+        help="With --count N: either N active allocations on N distinct "
+        "nodes, or none (every one made is deleted and the command says "
+        "why, exit code 1). Waits for them (the --wait time limit "
+        "applies). On baremetal-alloc-server the nodes are reserved in "
+        "one transaction; on Ironic the allocations are created and "
+        "rolled back on any failure.",
+    )
+    parser.add_argument(
+        "--group",
+        metavar="<name>",
+        type=group_name,
+        help="Name the group (implies --all-or-nothing): the allocations "
+        "are named <name>-0 .. <name>-<N-1> and marked in their extra "
+        "(baremetal_alloc_group), so 'list --group' and 'delete --group' "
+        "find them.",
+    )
+
+
+def wanted(parsed_args: argparse.Namespace) -> bool:
+    """Whether ``create`` makes an all-or-nothing group."""
+    return bool(parsed_args.all_or_nothing or parsed_args.group)
+
+
+def create_problem(parsed_args: argparse.Namespace) -> str | None:
+    """Why a group ``create`` command line is inconsistent (pure)."""
+    for flag, value in (("--node", parsed_args.node),
+                        ("--uuid", parsed_args.uuid),
+                        ("--name", parsed_args.name)):
+        if value:
+            hint = " (name the group with --group)" if flag == "--name" \
+                else ""
+            return (f"{flag} cannot be combined with --all-or-nothing or "
+                    f"--group{hint}")
+    if getattr(parsed_args, "formatter", None) == "shell":
+        return ("-f shell describes one allocation; a group is a list of "
+                "allocations, use another format")
+    return None
+
+
+def create_group(client: Client, request: reservation_module.Request,
+                 count: int, timeout: float | None) -> list[Allocation]:
+    """Run the group; a GroupFailed propagates with its reason."""
+    return client.allocate_group(
+        count, str(request.resource_class), name=request.name,
+        traits=request.traits, candidate_nodes=request.candidate_nodes,
+        extra=request.extra, owner=request.owner, timeout=timeout,
+        constraints=request.constraints)
+
+
+def add_list_option(parser: argparse.ArgumentParser) -> None:
+    """``list --group``."""
+    parser.add_argument(
+        "--group",
+        metavar="<name>",
+        type=group_name,
+        help="Only the allocations of this group (see create --group).",
+    )
+
+
+def add_delete_option(parser: argparse.ArgumentParser) -> None:
+    """``delete --group``."""
+    parser.add_argument(
+        "--group",
+        metavar="<name>",
+        type=group_name,
+        help="Delete every allocation of this group (see create --group) "
+        "instead of naming allocations.",
+    )
+
+
+def delete_group(client: Client, name: str, ignore_missing: bool,
+                 stdout: Any) -> None:
+    """Release a group, one line per deleted allocation; a group with no
+    allocations is an error unless ``ignore_missing``."""
+    from baremetal_allocclient.osc.v1.allocation import CommandFailed
+
+    deleted = client.release_group(name)
+    for uuid in deleted:
+        stdout.write(f"Deleted allocation {uuid} (group {name})\n")
+    if not deleted:
+        if not ignore_missing:
+            raise CommandFailed(f"Group {name} has no allocations")
+        stdout.write(f"Group {name} has no allocations; nothing to "
+                     "delete\n")

@@ -1,0 +1,122 @@
+"""All-or-nothing groups on both targets: the reference server reserves
+them natively (its groups extension), real Ironic through the SDK's
+create-and-roll-back.  The same SDK calls and the same commands of both
+command lines must give the same result: every member ``active`` on its
+own node, or nothing left."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from baremetal_allocclient import exceptions, groups
+from baremetal_allocclient.tests.contract import base
+from baremetal_allocclient.tests.functional import targets
+from baremetal_allocclient.tests.functional.cli import clirunner
+from baremetal_allocclient.v1.client import Client
+
+
+class Groups(base.ContractMixin):
+    """allocate_group, list/release by group, and the commands."""
+
+    def setUp(self) -> None:
+        super().setUp()  # type: ignore[misc]
+        self.client = Client.from_endpoint(self.target.endpoint)
+        self.addCleanup(self.client.close)
+
+    def assertNothingLeft(self, rc: str, nodes: list[dict[str, Any]]
+                          ) -> None:
+        self.assertEqual([], [a.uuid for a in self.client.list_allocations(
+            resource_class=rc)])
+        for node in nodes:
+            found = self.target.node(node["uuid"])
+            self.assertEqual((None, None), (found["allocation_uuid"],
+                                            found["instance_uuid"]))
+
+    def test_a_group_is_active_on_distinct_nodes_and_goes_together(
+            self) -> None:
+        rc, nodes = self.enroll(3)
+        name = targets.unique("grp")
+        made = self.client.allocate_group(3, rc, name=name, timeout=120,
+                                          extra={"job": "42"})
+        self.assertEqual([f"{name}-{i}" for i in range(3)],
+                         [a.name for a in made])
+        self.assertEqual({n["uuid"] for n in nodes},
+                         {a.node_uuid for a in made})
+        for allocation in made:
+            self.assertReserved(self.target.allocation(str(allocation.uuid)))
+            self.assertEqual({"job": "42", groups.GROUP_KEY: name,
+                              groups.SIZE_KEY: 3}, dict(allocation.extra
+                                                        or {}))
+        self.assertEqual([a.uuid for a in made], [
+            a.uuid for a in self.client.list_group(name)])
+        self.assertEqual(2, len(list(self.client.list_allocations(
+            group=name, limit=2))))
+        self.assertEqual(sorted(str(a.uuid) for a in made),
+                         sorted(self.client.release_group(name)))
+        self.assertNothingLeft(rc, nodes)
+        self.assertEqual([], self.client.release_group(name))
+
+    def test_a_group_that_cannot_be_whole_leaves_nothing(self) -> None:
+        rc, nodes = self.enroll(2)
+        with self.assertRaises(exceptions.GroupFailed) as ctx:
+            self.client.allocate_group(3, rc, name=targets.unique("grp"),
+                                       timeout=120)
+        self.assertIn("Group of 3 not reserved", str(ctx.exception))
+        self.assertEqual((), ctx.exception.left)
+        if self.is_reference:
+            self.assertIn("2 of the 3 nodes needed are available",
+                          ctx.exception.reason)
+        else:
+            # The member that failed is named, with Ironic's last_error.
+            failed = ctx.exception.failed
+            assert failed is not None
+            self.assertIn(f"({failed.name}) failed: Failed to process "
+                          f"allocation {failed.uuid}", ctx.exception.reason)
+            self.assertRegex(ctx.exception.reason, r"allocation [1-3] of 3")
+        self.assertNothingLeft(rc, nodes)
+
+    def test_the_extension_is_advertised_only_by_the_reference(
+            self) -> None:
+        extensions = self.target.expect(200, "GET", "/v1").get(
+            "extensions") or {}
+        self.assertEqual(self.is_reference, groups.EXTENSION in extensions)
+        self.assertEqual(self.is_reference, self.client.supports_groups())
+        # Without opting in, the path does not exist, as on Ironic.
+        response = self.target.request(
+            "POST", groups.PATH, {"count": 1, "resource_class": "x"})
+        self.assertEqual(404, response.status_code, response.text)
+
+    def test_both_command_lines_create_list_and_delete_a_group(
+            self) -> None:
+        for frontend in (clirunner.STANDALONE, clirunner.OPENSTACK):
+            rc, nodes = self.enroll(2)
+            name = targets.unique("grp")
+            created = clirunner.run(
+                frontend, self.target.endpoint, "create",
+                "--resource-class", rc, "--count", "2", "--group", name,
+                "--wait", "120", "-f", "json")
+            self.assertEqual(0, created.returncode, created)
+            rows = created.json()
+            self.assertEqual([f"{name}-0", f"{name}-1"],
+                             [r["name"] for r in rows])
+            self.assertEqual(["active"] * 2, [r["state"] for r in rows])
+            listed = clirunner.run(frontend, self.target.endpoint, "list",
+                                   "--group", name, "-f", "json")
+            self.assertEqual(0, listed.returncode, listed)
+            self.assertEqual(sorted(r["uuid"] for r in rows),
+                             sorted(r["uuid"] for r in listed.json()))
+            failed = clirunner.run(
+                frontend, self.target.endpoint, "create",
+                "--resource-class", rc, "--count", "1", "--all-or-nothing",
+                "--wait", "120", "-f", "json")
+            self.assertEqual(1, failed.returncode, failed)
+            self.assertIn("Group of 1 not reserved", failed.stderr)
+            self.assertEqual("", failed.stdout)
+            deleted = clirunner.run(frontend, self.target.endpoint,
+                                    "delete", "--group", name)
+            self.assertEqual(0, deleted.returncode, deleted)
+            self.assertEqual(2, deleted.stdout.count("Deleted allocation"))
+            self.assertNothingLeft(rc, nodes)
+
+
+globals().update(targets.per_target(Groups))
