@@ -95,6 +95,7 @@ _ROUTES: list[tuple[str, str, Handler]] = [
     ("/v1/nodes/<ident>/vifs", "GET", vifs.list_vifs),
     ("/v1/nodes/<ident>/vifs", "POST", vifs.attach_vif),
     ("/v1/nodes/<ident>/vifs/<vif>", "DELETE", vifs.detach_vif),
+    ("/v1/shards", "GET", nodes.list_shards),
     ("/v1/ports", "GET", ports.list_ports),
     ("/v1/ports", "POST", ports.create_port),
     ("/v1/ports/detail", "GET",
@@ -182,7 +183,7 @@ class Application:
         if path == "/":
             return json_response(versions.root_document(base)), version
         if path == "/v1":
-            document = versions.v1_document(base)
+            document = versions.v1_document(base, version.minor)
             document["extensions"] = extensions.advertisement(
                 base, self.services,
                 groups=self.services.workers.backend.name == "database")

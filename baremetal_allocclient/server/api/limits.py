@@ -24,7 +24,8 @@ _PAGING = ("fields", "limit", "marker", "sort_key", "sort_dir")
 NODE_FILTERS = (
     "associated", "conductor_group", "driver", "fault", "instance_uuid",
     "lessee", "maintenance", "owner", "provision_state", "resource_class",
-    "retired",
+    "retired", "shard", "sharded", "parent_node", "include_children",
+    "instance_name",
 )
 ALLOCATION_FILTERS = ("node", "owner", "resource_class", "state")
 PORT_FILTERS = ("address", "node", "node_uuid")

@@ -78,6 +78,17 @@ def parse_fields(value: str | None) -> list[str] | None:
     return [f.strip() for f in value.split(",") if f.strip()]
 
 
+def split_list(value: str) -> list[str]:
+    """A comma-separated filter value as Ironic reads it: stripped,
+    lower-cased, without empty items or repeats."""
+    items: list[str] = []
+    for item in value.split(","):
+        normalized = item.strip().lower()
+        if normalized and normalized not in items:
+            items.append(normalized)
+    return items
+
+
 @dataclass(frozen=True)
 class Page:
     """Sorting and paging of one list request."""

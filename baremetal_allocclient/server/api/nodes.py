@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import jsonpatch
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from werkzeug.wrappers import Response
@@ -53,13 +53,14 @@ _FIELD_SINCE = dict(views.NODE_FIELDS)
 _PATCHABLE = (
     "automated_clean", "bios_interface", "boot_interface", "chassis_uuid",
     "conductor_group", "console_interface", "deploy_interface",
-    "description", "driver", "driver_info", "extra", "inspect_interface",
-    "instance_info", "instance_uuid", "lessee", "maintenance",
+    "description", "disable_power_off", "driver", "driver_info", "extra",
+    "firmware_interface", "inspect_interface", "instance_info",
+    "instance_name", "instance_uuid", "lessee", "maintenance",
     "management_interface", "name", "network_data", "network_interface",
-    "owner", "power_interface", "properties", "protected",
+    "owner", "parent_node", "power_interface", "properties", "protected",
     "protected_reason", "raid_interface", "rescue_interface",
-    "resource_class", "retired", "retired_reason", "storage_interface",
-    "vendor_interface",
+    "resource_class", "retired", "retired_reason", "shard",
+    "storage_interface", "vendor_interface",
 )
 
 
@@ -84,10 +85,31 @@ def _check_interfaces(values: dict[str, Any]) -> None:
 
 
 def _check_version_fields(ctx: Context, keys: Sequence[str]) -> None:
-    """Fields newer than the request's version are a 406, like Ironic."""
+    """Fields newer than the request's version are a 406, like Ironic
+    (``shard`` is also accepted below 1.82 with the constraints
+    extension, see doc/source/choosing-nodes.rst)."""
     for key in keys:
+        if key == "shard" and extensions.constraints_requested(ctx):
+            continue
         if ctx.minor < _FIELD_SINCE.get(key, 1):
             raise not_acceptable()
+
+
+def _parent_uuid(session: Session, node_owner: str | None,
+                 ident: str | None) -> str | None:
+    """The UUID of the parent named by ``ident`` (a UUID or a name); an
+    unknown node or one of another owner is the same 400, like Ironic,
+    so that the answer does not tell whether the node exists."""
+    if ident is None:
+        return None
+    parent = queries.node_by_ident(
+        session, schemas.canonical_uuid(ident), schemas.is_uuid_like(ident),
+        lock=False)
+    if parent is None or parent.owner != node_owner:
+        raise bad_request(
+            f"Unable to apply the requested parent_node '{ident}'. "
+            f"Requested value was invalid.")
+    return parent.uuid
 
 
 def _render_many(
@@ -178,6 +200,43 @@ def _filtered(ctx: Context, session: Session) -> Any:
         if name == "instance_uuid":
             value = schemas.canonical_uuid(value)
         query = query.where(column == value)
+    return _newer_filters(ctx, query)
+
+
+def _gate(ctx: Context, since: int, *values: object) -> None:
+    """A filter newer than the request's version is a 406 (Ironic's
+    wording)."""
+    if ctx.minor < since and any(v is not None for v in values):
+        raise not_acceptable(
+            "Request not acceptable. The minimal required API version "
+            f"should be 1.{since}")
+
+
+def _newer_filters(ctx: Context, query: Any) -> Any:
+    """``shard``/``sharded`` (1.82), ``parent_node``/``include_children``
+    (1.83) and ``instance_name`` (1.104).  Child nodes are listed only
+    when asked for, at every version, as in Ironic."""
+    shard = ctx.query("shard")
+    sharded = listing.parse_bool("sharded", ctx.query("sharded"))
+    _gate(ctx, versions.SHARDS, shard, sharded)
+    parent = ctx.query("parent_node")
+    children = listing.parse_bool("include_children",
+                                  ctx.query("include_children"))
+    _gate(ctx, versions.PARENT_NODE, parent, children)
+    instance_name = ctx.query("instance_name")
+    if instance_name is not None and ctx.minor < versions.INSTANCE_NAME:
+        raise not_acceptable(
+            "instance_name is not acceptable in this API version")
+    if shard is not None:
+        query = query.where(Node.shard.in_(listing.split_list(shard)))
+    if sharded is not None:
+        query = query.where(Node.shard.is_not(None) if sharded
+                            else Node.shard.is_(None))
+    if instance_name is not None:
+        query = query.where(Node.instance_name == instance_name)
+    if not children:
+        query = query.where(Node.parent_node == parent if parent is not None
+                            else Node.parent_node.is_(None))
     return query
 
 
@@ -270,6 +329,8 @@ def create_node(ctx: Context) -> Response:
                 session, name, False, lock=False
             ):
                 raise conflict(f"A node with name {name} already exists.")
+            parent = _parent_uuid(session, body.get("owner"),
+                                  body.get("parent_node"))
             node = Node(
                 uuid=uuid,
                 name=name,
@@ -292,6 +353,10 @@ def create_node(ctx: Context) -> Response:
                 retired=bool(body.get("retired")),
                 retired_reason=body.get("retired_reason"),
                 conductor_group=(body.get("conductor_group") or "").lower(),
+                shard=body.get("shard"),
+                parent_node=parent,
+                disable_power_off=bool(body.get("disable_power_off")),
+                instance_name=body.get("instance_name"),
                 created_at=now,
             )
             session.add(node)
@@ -347,7 +412,8 @@ def _patchable(node: Node) -> dict[str, Any]:
 _DICT_FIELDS = (
     "driver_info", "extra", "instance_info", "network_data", "properties",
 )
-_BOOL_DEFAULTS = {"maintenance": False, "protected": False, "retired": False}
+_BOOL_DEFAULTS = {"maintenance": False, "protected": False, "retired": False,
+                  "disable_power_off": False}
 
 
 def _with_defaults(after: dict[str, Any]) -> dict[str, Any]:
@@ -369,39 +435,11 @@ def _with_defaults(after: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def _split_shard(
-    ctx: Context, patch: list[dict[str, Any]]
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Operations on ``/shard`` (accepted only with the constraints
-    extension: Ironic serves the field from 1.82) and the rest."""
-    if not extensions.constraints_requested(ctx):
-        return patch, []
-    ours = [op for op in patch if op["path"].rstrip("/") == "/shard"]
-    return [op for op in patch if op not in ours], ours
-
-
-def _apply_shard(node: Node, patch: list[dict[str, Any]]) -> None:
-    if not patch:
-        return
-    try:
-        after = jsonpatch.apply_patch({"shard": node.shard}, patch)
-    except (jsonpatch.JsonPatchException,
-            jsonpatch.JsonPointerException) as exc:
-        raise bad_request(f"Invalid patch: {exc}") from None
-    shard = after.get("shard")
-    if shard is not None and not (
-        isinstance(shard, str) and 0 < len(shard) <= 255
-    ):
-        raise bad_request("shard must be a string of 1 to 255 characters")
-    node.shard = shard
-
-
 def update_node(ctx: Context, ident: str) -> Response:
     """PATCH /v1/nodes/{ident} (JSON patch)."""
     patch = ctx.json_body()
     schemas.validate(patch, schemas.JSON_PATCH)
     assert isinstance(patch, list)
-    patch, shard_patch = _split_shard(ctx, patch)
     roots = []
     for op in patch:
         root = op["path"].lstrip("/").split("/")[0]
@@ -417,7 +455,6 @@ def update_node(ctx: Context, ident: str) -> Response:
     _check_version_fields(ctx, roots)
     with ctx.services.db.write() as session:
         node = find_node(ctx, session, ident)
-        _apply_shard(node, shard_patch)
         before = _patchable(node)
         try:
             after = jsonpatch.apply_patch(before, patch)
@@ -474,6 +511,11 @@ def _apply_changes(
         raise conflict("Protected can only be set in active state")
     if "instance_uuid" in changed:
         _change_instance_uuid(session, node, after["instance_uuid"])
+    if "parent_node" in changed:
+        after["parent_node"] = _parent_uuid(session, node.owner,
+                                            after["parent_node"])
+    _check_retired(node, after, changed)
+    _sync_instance_name(after, changed)
     for key in sorted(changed - {"instance_uuid", "chassis_uuid"}):
         if key in views.INTERFACES:
             continue
@@ -483,6 +525,35 @@ def _apply_changes(
         node.fault = None
     if "protected" in changed and not after["protected"]:
         node.protected_reason = None
+
+
+def _check_retired(node: Node, after: dict[str, Any],
+                   changed: set[str]) -> None:
+    """Ironic's rules: un-retiring clears the reason, a node cannot be
+    retired while ``available``, and a reason needs ``retired``."""
+    if "retired" in changed:
+        if not after["retired"]:
+            after["retired_reason"] = None
+            changed.add("retired_reason")
+        elif node.provision_state == ns.AVAILABLE:
+            raise conflict(
+                f"Node {node.uuid} can not have 'retired' set in provision "
+                f"state 'available', the current state is "
+                f"'{node.provision_state}'")
+    if ("retired_reason" in changed and after["retired_reason"]
+            and not after["retired"]):
+        raise bad_request("The retired_reason field can only be set when "
+                          "retired is True")
+
+
+def _sync_instance_name(after: dict[str, Any], changed: set[str]) -> None:
+    """Like Ironic, a changed ``instance_info.display_name`` becomes the
+    ``instance_name`` of a node that has none."""
+    display_name = (after.get("instance_info") or {}).get("display_name")
+    if ("instance_info" in changed and not after.get("instance_name")
+            and display_name):
+        after["instance_name"] = display_name
+        changed.add("instance_name")
 
 
 def _change_instance_uuid(
@@ -628,15 +699,23 @@ def set_power_state(ctx: Context, ident: str) -> Response:
     target = body["target"]
     with ctx.services.db.write() as session:
         node = find_node(ctx, session, ident)
-        if ns.power_result(target) is None or (
-            target.startswith("soft") and ctx.minor < 27
-        ):
+        result = ns.power_result(target)
+        if result is None or (target.startswith("soft") and ctx.minor < 27):
             raise bad_request(
                 f'The requested action "{target}" can not be performed on '
                 f'node "{ident}" while it is in state "{node.power_state}".'
             )
+        if result == ns.POWER_OFF and node.disable_power_off:
+            raise conflict(f"Failed to set node power state to {target}.")
+        now = utcnow()
+        if ns.changes_power(node.power_state, target):
+            # Ironic records when it last changed the power state.
+            node.driver_internal_info = {
+                **(node.driver_internal_info or {}),
+                "last_power_state_change": now.isoformat(),
+            }
         node.target_power_state = target
-        node.updated_at = utcnow()
+        node.updated_at = now
         node_id = node.id
         uuid = node.uuid
     ctx.services.hardware.finish_power(node_id, target)
@@ -757,3 +836,19 @@ def remove_traits(ctx: Context, ident: str) -> Response:
         queries.replace_traits(session, node.id, [])
         queries.touch_node(session, node.id)
     return empty_response(204)
+
+
+# -- shards --------------------------------------------------------------
+def list_shards(ctx: Context) -> Response:
+    """GET /v1/shards (1.82): every shard with its node count, the
+    largest first; nodes without a shard count as shard "None"."""
+    if ctx.minor < versions.SHARDS:
+        raise not_found("The API version does not allow shards")
+    with ctx.services.db.read() as session:
+        rows = session.execute(
+            select(func.count(Node.id), Node.shard).group_by(Node.shard))
+        counted = sorted(((int(count), str(shard)) for count, shard in rows),
+                         key=lambda row: row[0], reverse=True)
+    return json_response(
+        {"shards": [{"name": name, "count": count}
+                    for count, name in counted]})

@@ -135,6 +135,8 @@ OPERATIONS: tuple[Operation, ...] = (
               _fixed(schemas.VIF_ATTACH)),
     Operation("/v1/nodes/<ident>/vifs/<vif>", "DELETE", "detachNodeVif",
               "Detach a VIF from a node (1.28, admin)", 204),
+    Operation("/v1/shards", "GET", "listShards",
+              "List shards with their node counts (1.82, admin)", 200),
     Operation("/v1/ports", "GET", "listPorts",
               "List ports (members: of nodes they own or lease)", 200,
               result="PortList"),

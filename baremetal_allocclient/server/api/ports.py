@@ -54,7 +54,9 @@ NODE_IDENT_SINCE = 94
 NETWORK_TYPE_SINCE = 64
 _DEFAULTS: dict[str, Any] = {
     "extra": {}, "local_link_connection": {}, "pxe_enabled": True,
-    "is_smartnic": False, "physical_network": None,
+    "is_smartnic": False, "physical_network": None, "name": None,
+    "description": None, "vendor": None, "category": None,
+    "available_for_dynamic_portgroup": True,
 }
 
 
@@ -347,6 +349,10 @@ def _patchable(port: Port, node: Node) -> dict[str, Any]:
         "local_link_connection": dict(port.local_link_connection or {}),
         "node_uuid": node.uuid, "physical_network": port.physical_network,
         "portgroup_uuid": None, "pxe_enabled": port.pxe_enabled,
+        "name": port.name, "description": port.description,
+        "vendor": port.vendor, "category": port.category,
+        "available_for_dynamic_portgroup":
+            port.available_for_dynamic_portgroup,
     }
 
 

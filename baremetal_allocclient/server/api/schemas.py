@@ -236,6 +236,11 @@ def node_create(version: versions.Version) -> dict[str, Any]:
         "retired": {"type": ["boolean", "null"]},
         "retired_reason": _NULLABLE_STRING,
         "network_data": _NULLABLE_OBJECT,
+        "shard": {"type": ["string", "null"], "maxLength": 255},
+        "parent_node": {"type": ["string", "null"], "maxLength": 36},
+        "instance_name": {"type": ["string", "null"], "minLength": 1,
+                          "maxLength": 255},
+        "disable_power_off": {"type": ["boolean", "null"]},
     }
     for iface in _INTERFACES:
         props[iface] = _NULLABLE_STRING

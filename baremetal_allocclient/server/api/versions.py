@@ -24,9 +24,11 @@ class Version(NamedTuple):
 
 
 MIN_VERSION = Version(1, 1)
-# 1.73 is the highest version whose every change applies to the endpoints
-# served here: 1.66 network_data, 1.69 deploy_steps, 1.73 deploy/undeploy.
-MAX_VERSION = Version(1, 73)
+# Ironic 39's maximum, so clients negotiate the same version with both.
+# The versions after 1.73 that change the endpoints served here are gated
+# below; the others change endpoints this server does not serve (BIOS,
+# node history, runbooks, virtual media, portgroups, ...).
+MAX_VERSION = Version(1, 115)
 
 # Feature gates (minor versions), named after what they introduce.
 NODE_NAME = 5
@@ -44,6 +46,22 @@ ALLOCATION_OWNER = 60
 LESSEE = 65
 DEPLOY_STEPS = 69
 DEPLOY_VERBS = 73
+BOOT_MODE = 75
+ALLOCATION_NODE_NAME = 79
+SHARDS = 82
+PARENT_NODE = 83
+FIRMWARE_INTERFACE = 86
+SERVICE_STEP = 87
+DISABLE_POWER_OFF = 95
+INSTANCE_NAME = 104
+HEALTH = 109
+
+#: Collections listed in /v1, with the version that introduced them
+#: (those this server serves).
+COLLECTIONS: tuple[tuple[str, int], ...] = (
+    ("nodes", 1), ("ports", 1), ("allocations", ALLOCATIONS),
+    ("shards", SHARDS),
+)
 
 _VERSION_RE = re.compile(r"^(\d+)\.(\d+)$")
 
@@ -107,8 +125,8 @@ def root_document(base_url: str) -> dict[str, Any]:
     }
 
 
-def v1_document(base_url: str) -> dict[str, Any]:
-    """``GET /v1``: the resources this server serves."""
+def v1_document(base_url: str, minor: int) -> dict[str, Any]:
+    """``GET /v1``: the resources this server serves at ``minor``."""
 
     def links(resource: str) -> list[dict[str, str]]:
         return [
@@ -116,15 +134,16 @@ def v1_document(base_url: str) -> dict[str, Any]:
             {"href": f"{base_url}/{resource}/", "rel": "bookmark"},
         ]
 
-    return {
+    document: dict[str, Any] = {
         "id": "v1",
         "links": [{"href": f"{base_url}/v1/", "rel": "self"}],
         "media_types": {
             "base": "application/json",
             "type": "application/vnd.openstack.ironic.v1+json",
         },
-        "nodes": links("nodes"),
-        "allocations": links("allocations"),
-        "ports": links("ports"),
-        "version": version_document(base_url),
     }
+    for resource, since in COLLECTIONS:
+        if minor >= since:
+            document[resource] = links(resource)
+    document["version"] = version_document(base_url)
+    return document

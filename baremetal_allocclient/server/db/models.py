@@ -87,6 +87,13 @@ class Node(Base):
     #: Ironic's API 1.82 field; set here through the enroll inventory or
     #: the constraints extension (see doc/source/choosing-nodes.rst).
     shard: Mapped[str | None] = mapped_column(String(255))
+    #: API 1.83: the UUID of this node's parent; a child node is never
+    #: allocated and not listed unless asked for.
+    parent_node: Mapped[str | None] = mapped_column(String(36))
+    #: API 1.95: the node must never be powered off.
+    disable_power_off: Mapped[bool] = mapped_column(Boolean, default=False)
+    #: API 1.104: the name of the instance deployed on the node.
+    instance_name: Mapped[str | None] = mapped_column(String(255))
     inspection_started_at: Mapped[datetime.datetime | None] = (
         mapped_column(DateTime))
     inspection_finished_at: Mapped[datetime.datetime | None] = (
@@ -220,6 +227,13 @@ class Port(Base):
     pxe_enabled: Mapped[bool] = mapped_column(Boolean, default=True)
     physical_network: Mapped[str | None] = mapped_column(String(64))
     is_smartnic: Mapped[bool] = mapped_column(Boolean, default=False)
+    #: API 1.88, 1.97, 1.100, 1.101 and 1.111.
+    name: Mapped[str | None] = mapped_column(String(255), unique=True)
+    description: Mapped[str | None] = mapped_column(String(255))
+    vendor: Mapped[str | None] = mapped_column(String(32))
+    category: Mapped[str | None] = mapped_column(String(80))
+    available_for_dynamic_portgroup: Mapped[bool] = mapped_column(
+        Boolean, default=True)
     created_at: Mapped[datetime.datetime] = mapped_column(
         DateTime, default=utcnow
     )

@@ -365,6 +365,7 @@ def _predicate(flt: AnyFilter) -> list[ColumnElement[bool]]:
             Node.power_state.is_not(None),
             Node.instance_uuid.is_(None),
             Node.allocation_id.is_(None),
+            Node.parent_node.is_(None),  # child nodes are never allocated
             Node.resource_class == bindparam("f_resource_class"),
         ]
     if flt is Filter.CANDIDATES:
@@ -449,6 +450,7 @@ def _window_predicates(
             Node.power_state.is_not(None),
             (Node.instance_uuid + "").is_(None),
             (Node.allocation_id + 0).is_(None),
+            Node.parent_node.is_(None),
         ]
     return result
 
@@ -532,7 +534,8 @@ def constraint_condition(
 _BASIC_STEPS: dict[Kind, tuple[ColumnElement[bool], ...]] = {
     Kind.RESOURCE_CLASS: (
         Node.resource_class == bindparam("f_resource_class"),),
-    Kind.AVAILABLE: (Node.provision_state == ns.AVAILABLE,),
+    Kind.AVAILABLE: (Node.provision_state == ns.AVAILABLE,
+                     Node.parent_node.is_(None)),
     Kind.NOT_IN_MAINTENANCE: (Node.maintenance.is_(False),),
     Kind.POWER_STATE: (Node.power_state.is_not(None),),
     Kind.UNRESERVED: (Node.instance_uuid.is_(None),

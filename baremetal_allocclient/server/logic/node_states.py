@@ -138,6 +138,16 @@ def power_result(target: str) -> str | None:
     }.get(target)
 
 
+def changes_power(current: str | None, target: str) -> bool:
+    """Whether a power request acts on the hardware (Ironic skips a
+    request for the state the node is already in; reboots always act)."""
+    if current == POWER_ON:
+        return target != POWER_ON
+    if current == POWER_OFF:
+        return target not in (POWER_OFF, "soft power off")
+    return True
+
+
 def initial_state(minor: int) -> str:
     """Nodes start in enroll since 1.11, in available before that."""
     return ENROLL if minor >= 11 else AVAILABLE

@@ -54,6 +54,8 @@ class NodeFacts:
     owner: str | None = None
     lessee: str | None = None
     traits: frozenset[str] = field(default_factory=frozenset)
+    #: A child node (API 1.83) is never allocated, like in Ironic.
+    parent_node: str | None = None
 
 
 def unusable_reason(node: NodeFacts) -> str | None:
@@ -62,7 +64,7 @@ def unusable_reason(node: NodeFacts) -> str | None:
         return MAINTENANCE
     if node.power_state is None:
         return POWER_UNKNOWN
-    if node.provision_state != ns.AVAILABLE:
+    if node.provision_state != ns.AVAILABLE or node.parent_node is not None:
         return NOT_AVAILABLE
     if node.instance_uuid is not None:
         return ASSOCIATED

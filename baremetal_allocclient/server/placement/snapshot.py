@@ -23,6 +23,7 @@ def node_facts(
         Node.id, Node.uuid, Node.name, Node.resource_class,
         Node.provision_state, Node.maintenance, Node.power_state,
         Node.instance_uuid, Allocation.uuid, Node.owner, Node.lessee,
+        Node.parent_node,
     ).outerjoin(Allocation, Allocation.id == Node.allocation_id)
     if uuids is not None:
         query = query.where(Node.uuid.in_(list(uuids)))
@@ -46,6 +47,7 @@ def node_facts(
             provision_state=row[4], maintenance=bool(row[5]),
             power_state=row[6], instance_uuid=row[7],
             allocation_uuid=row[8], owner=row[9], lessee=row[10],
+            parent_node=row[11],
             traits=frozenset(traits[int(row[0])]),
         )
         for row in rows

@@ -17,7 +17,7 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import insert, select, update
+from sqlalchemy import JSON, column, insert, select, table, update
 from sqlalchemy.engine import make_url
 
 from baremetal_allocclient.server.db import conductors
@@ -62,7 +62,7 @@ class _MigrationTests:
         self.db.upgrade()
         current, head = self.db.schema_revisions()
         case.assertEqual(head, current)
-        case.assertEqual("0007_node_constraints", head)
+        case.assertEqual("0008_node_fields", head)
         with self.db.engine.connect() as conn:
             diff = compare_metadata(MigrationContext.configure(conn),
                                     Base.metadata)
@@ -198,11 +198,25 @@ class _MigrationTests:
         case.assertEqual("0006_ports",
                          self.db.schema_revisions()[0])
         node_uuid = str(uuid.uuid4())
+        # The 0006 columns only: the model's later columns (and their
+        # Python-side defaults) do not exist at that revision.
+        old_nodes = table(
+            "nodes", column("uuid"), column("driver"),
+            column("provision_state"), column("created_at"),
+            column("properties", JSON), column("maintenance"),
+            column("protected"), column("retired"),
+            column("conductor_group"), column("instance_info", JSON),
+            column("extra", JSON), column("driver_info", JSON),
+            column("driver_internal_info", JSON),
+            column("network_data", JSON))
         with self.db.engine.begin() as conn:
-            conn.execute(insert(Node).values(
-                uuid=node_uuid, name=None, driver="fake-hardware",
+            conn.execute(insert(old_nodes).values(
+                uuid=node_uuid, driver="fake-hardware",
                 provision_state="available", created_at=utcnow(),
-                properties={"cpus": "8", "cpu_arch": "x86_64"}))
+                properties={"cpus": "8", "cpu_arch": "x86_64"},
+                maintenance=False, protected=False, retired=False,
+                conductor_group="", instance_info={}, extra={},
+                driver_info={}, driver_internal_info={}, network_data={}))
         self.db.upgrade()
         with self.db.read() as session:
             rows = session.execute(

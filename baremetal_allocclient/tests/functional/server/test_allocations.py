@@ -307,11 +307,11 @@ class AllocationTests(testtools.TestCase):
                              f"{method} {path} {version}")
             self.assertIn("error_message", resp.json())
             self.assertEqual(
-                "1.73",
+                "1.115",
                 resp.headers["X-OpenStack-Ironic-API-Maximum-Version"])
         resp = self.server.request("GET", "/v1/allocations")
         self.assertEqual(
-            "1.73", resp.headers["X-OpenStack-Ironic-API-Version"])
+            "1.115", resp.headers["X-OpenStack-Ironic-API-Version"])
 
     def test_pagination_next_link(self) -> None:
         rc = _rc()

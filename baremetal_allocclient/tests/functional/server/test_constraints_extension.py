@@ -160,14 +160,17 @@ class ConstraintsExtensionTests(testtools.TestCase):
             properties=(property_constraint("cpus", Op.MIN, 64),)))
         self.assertEqual(1, row["total"])
 
-    def test_shard_patch_needs_the_extension_header(self) -> None:
+    def test_shard_patch_below_1_82_needs_the_extension_header(self) -> None:
         rc = _rc()
         (node,) = self.nodes(rc, 8)
         patch = [{"op": "add", "path": "/shard", "value": "s9"}]
         path = f"/v1/nodes/{node['uuid']}"
-        resp = self.server.request("PATCH", path, patch)
-        self.assertEqual(400, resp.status_code, resp.text)
-        resp = self.server.request("PATCH", path, patch, headers=_EXT)
+        resp = self.server.request("PATCH", path, patch, version="1.81")
+        self.assertEqual(406, resp.status_code, resp.text)
+        resp = self.server.request("PATCH", path, patch, version="1.81",
+                                   headers=_EXT)
+        self.assertEqual(200, resp.status_code, resp.text)
+        resp = self.server.request("PATCH", path, patch)  # 1.82 and later
         self.assertEqual(200, resp.status_code, resp.text)
         resp = self.post({"resource_class": rc,
                           "constraints": {"shard": "s9"}}, _EXT)

@@ -45,7 +45,10 @@ class ParseTests(testtools.TestCase):
         self.assertEqual("1.1", root["default_version"]["min_version"])
         self.assertEqual(str(versions.MAX_VERSION),
                          root["versions"][0]["version"])
-        v1 = versions.v1_document("http://h:1")
+        v1 = versions.v1_document("http://h:1", 52)
         self.assertEqual("http://h:1/v1/allocations/",
                          v1["allocations"][0]["href"])
+        self.assertNotIn("shards", v1)
+        self.assertNotIn("allocations", versions.v1_document("http://h:1", 51))
+        self.assertIn("shards", versions.v1_document("http://h:1", 82))
         self.assertGreaterEqual(versions.MAX_VERSION, Version(1, 60))
