@@ -180,7 +180,9 @@ class Application:
             return json_response(versions.root_document(base)), version
         if path == "/v1":
             document = versions.v1_document(base)
-            document["extensions"] = extensions.advertisement(base)
+            rounds = self.services.queue
+            document["extensions"] = extensions.advertisement(
+                base, rounds.max_wait if rounds is not None else None)
             return json_response(document), version
         ctx = Context(request, version, base, self.services)
         try:

@@ -114,6 +114,17 @@ def _parser() -> argparse.ArgumentParser:
              "(default 60)",
     )
     serve.add_argument(
+        "--queue-interval", type=_seconds, default=1.0,
+        help="seconds between rounds over the allocations waiting in line "
+             "for capacity (the queue extension); a release in this "
+             "process starts a round at once (default 1)",
+    )
+    serve.add_argument(
+        "--max-queue-wait", type=_seconds, default=3600.0,
+        help="longest time an allocation may wait in line; also the wait "
+             "of a create that names no timeout (default 3600)",
+    )
+    serve.add_argument(
         "--allocation-delay", type=_seconds_or_zero, default=0.0,
         help="testing aid: seconds each allocation waits before a worker "
              "processes it (default 0)",
@@ -248,6 +259,7 @@ def _serve(db: object, args: argparse.Namespace) -> int:
         ConductorNameInUse,
         Membership,
     )
+    from baremetal_allocclient.server.conductor.queueing import QueueRounds
     from baremetal_allocclient.server.conductor.takeover import Takeover
     from baremetal_allocclient.server.conductor.workers import (
         AllocationWorkers,
@@ -295,11 +307,17 @@ def _serve(db: object, args: argparse.Namespace) -> int:
         db, workers, args.heartbeat_timeout, args.takeover_interval
     )
     hardware = FakeHardware(db, step_delay=args.step_delay)
+    # Waiting in line needs the database's reservation (the Placement
+    # backend does not offer it; see doc/source/lifecycle.rst).
+    rounds = (QueueRounds(db, workers, args.queue_interval,
+                          args.max_queue_wait)
+              if backend.name == "database" else None)
     app = setup.wrap(
         Application(
             Services(db, workers, hardware, args.conductor_name, backend,
                      max_prefer_wait=args.max_prefer_wait,
-                     waiting=WaitPermits(waiting_capacity(args.threads)))
+                     waiting=WaitPermits(waiting_capacity(args.threads)),
+                     queue=rounds)
         )
     )
     server = wsgi.Server(
@@ -335,6 +353,8 @@ def _serve(db: object, args: argparse.Namespace) -> int:
         target=_resume, args=(workers, started), name="resume", daemon=True
     ).start()
     takeover.start()
+    if rounds is not None:
+        rounds.start()
     hardware.resume()
     backend.start()
     LOG.info("Serving on %s://%s:%d (database %s, auth %s, backend %s)",
@@ -349,6 +369,8 @@ def _serve(db: object, args: argparse.Namespace) -> int:
     # and marking the conductor offline lets others take them over now.
     server.stop()
     takeover.stop()
+    if rounds is not None:
+        rounds.stop()
     workers.shutdown()
     backend.stop()
     hardware.shutdown()

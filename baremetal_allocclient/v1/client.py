@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import random
 import time
 import types
 import uuid as uuidlib
@@ -40,6 +41,7 @@ from baremetal_allocclient.v1 import (
     budget,
     interrupts,
     pagination,
+    queueing,
     resources,
     retries,
     selecting,
@@ -163,7 +165,11 @@ class Client:
         )
         self._clock = clock
         self._sleep = sleep
-        self._constraints_extension: bool | None = None
+        self._v1_document: Any = None
+        #: Whether a create asked the server for a place in line (then
+        #: allocation reads ask it for the position too).
+        self._queue_used = False
+        self._rng = random.SystemRandom()
 
     # -- constructors ---------------------------------------------------
 
@@ -391,6 +397,7 @@ class Client:
         prefer_wait: float | None = None,
         deadline: budget.Deadline | None = None,
         constraints: Constraints | None = None,
+        queue: bool = False,
     ) -> Allocation:
         """Request a node: ``POST /v1/allocations``.
 
@@ -421,6 +428,14 @@ class Client:
         header and answers ``allocating``, so it is always safe to send.
         The hold never exceeds what is left of ``deadline`` (less
         :data:`budget.HOLD_MARGIN`), and no attempt outlives it.
+
+        ``queue`` asks to wait in line for capacity: the allocation stays
+        ``allocating`` until a matching node is free, first come first
+        served, at most what is left of ``deadline`` (or the server's
+        maximum without one); then it ends in ``error``.  It needs the
+        reference server's queue extension (:meth:`supports_queue`);
+        against Ironic it raises InvalidArgument: use
+        :meth:`allocate` with ``queue=True``, which retries instead.
         """
         if resource_class is None and node is None:
             raise exceptions.InvalidArgument(
@@ -455,9 +470,14 @@ class Client:
         deadline = deadline or budget.unlimited(self._clock)
         hold = None if prefer_wait is None else deadline.hold(prefer_wait)
         headers = _prefer_wait_header(hold, self._transport.request_timeout)
+        opted_in: list[str] = []
         if constraints:
+            opted_in += self._constrain(body, constraints)
+        if queue:
+            opted_in.append(self._enqueue(body, deadline))
+        if opted_in:
             headers = {**(headers or {}),
-                       **self._constrain(body, constraints)}
+                       EXTENSION_HEADER: ", ".join(opted_in)}
         try:
             response = self._transport.request(
                 "POST", "/v1/allocations", feature=feature, json=body,
@@ -473,6 +493,23 @@ class Client:
                 raise
             return existing
         return self._allocation(response)
+
+    def _enqueue(self, body: dict[str, Any],
+                 deadline: budget.Deadline) -> str:
+        """Add the queue extension's field to a create body; return the
+        extension's name for the header."""
+        if body.get("node") is not None:
+            raise exceptions.InvalidArgument(
+                "waiting in line does not apply to a backfill (node)")
+        ceiling = queueing.advertised(self._v1())
+        if ceiling is None:
+            raise exceptions.InvalidArgument(
+                "this server does not offer waiting in line (the queue "
+                "extension); use allocate(..., queue=True), which "
+                "retries instead")
+        body["queue"] = queueing.queue_field(deadline.remaining(), ceiling)
+        self._queue_used = True
+        return queueing.EXTENSION
 
     def _made_by_earlier_attempt(
         self, uuid: str, body: Mapping[str, Any], deadline: budget.Deadline
@@ -501,6 +538,9 @@ class Client:
         fields: Sequence[str] | None = None,
     ) -> Allocation:
         names = resources.validate_fields(Allocation, fields)
+        # After a create that waits in line, the answer says the place.
+        headers = ({EXTENSION_HEADER: queueing.EXTENSION}
+                   if self._queue_used and names is None else None)
         response = self._transport.request(
             "GET",
             "/v1/allocations/" + transport.quote(ident),
@@ -508,7 +548,7 @@ class Client:
             params=pagination.build_query(
                 {"fields": names}, limit=None, marker=None
             ),
-            deadline=deadline,
+            deadline=deadline, headers=headers,
         )
         return self._allocation(response)
 
@@ -712,15 +752,24 @@ class Client:
 
     # -- constraints (see v1/selecting.py) -------------------------------
 
+    def _v1(self) -> Any:
+        """The server's ``GET /v1`` document (extensions); asked once."""
+        if self._v1_document is None:
+            response = self._transport.request(
+                "GET", "/v1", feature=versions.NODES)
+            self._v1_document = self._transport.json(response)
+        return self._v1_document
+
     def supports_constraints(self) -> bool:
         """Whether the server evaluates constraints itself (the reference
         server's extension, advertised in ``GET /v1``); asked once."""
-        if self._constraints_extension is None:
-            response = self._transport.request(
-                "GET", "/v1", feature=versions.NODES)
-            self._constraints_extension = selecting.extension_advertised(
-                self._transport.json(response))
-        return self._constraints_extension
+        return selecting.extension_advertised(self._v1())
+
+    def supports_queue(self) -> bool:
+        """Whether the server keeps allocations waiting in line for
+        capacity (the reference server's queue extension, advertised in
+        ``GET /v1``); asked once."""
+        return queueing.advertised(self._v1()) is not None
 
     def _selection(self, body: Mapping[str, Any],
                    constraints: Constraints) -> Selection:
@@ -731,22 +780,23 @@ class Client:
             owner=body.get("owner"), constraints=constraints)
 
     def _constrain(self, body: dict[str, Any],
-                   constraints: Constraints) -> dict[str, str]:
+                   constraints: Constraints) -> list[str]:
         """Add ``constraints`` to an allocation body: as the extension's
-        field (returning its header), or as prefiltered candidates."""
+        field (returning its name for the header), or as prefiltered
+        candidates."""
         if body.get("node") is not None:
             raise exceptions.InvalidArgument(
                 "constraints do not apply to a backfill (node)")
         if self.supports_constraints():
             body["constraints"] = constraints.to_wire()
-            return {EXTENSION_HEADER: EXTENSION}
+            return [EXTENSION]
         plan = self._prefilter(self._selection(body, constraints))
         # With require_node_name the plan holds that one node only.
         body["candidate_nodes"] = list(plan.candidates)
         if plan.preferred and "name" not in body:
             # Ironic tries the node named like the allocation first.
             body["name"] = constraints.node_name
-        return {}
+        return []
 
     def _prefilter(self, selection: Selection) -> selecting.Plan:
         """Client-side selection: one narrow paged listing; only when
@@ -916,6 +966,7 @@ class Client:
         timeout: float | None = waiting.DEFAULT_TIMEOUT,
         on_progress: waiting.ProgressCallback | None = None,
         constraints: Constraints | None = None,
+        queue: bool = False,
     ) -> Allocation:
         """Create an allocation and wait until it is ``active``.
 
@@ -932,6 +983,15 @@ class Client:
         SIGTERM is deferred for this (in the main thread, when SIGTERM has
         its default action): after the delete the process ends as SIGTERM
         would have ended it.
+
+        ``queue=True`` waits for capacity within the same ``timeout``: on
+        a server with the queue extension (:meth:`supports_queue`) the
+        allocation waits in its first-come-first-served line; elsewhere
+        (Ironic) an allocation that failed for want of a free node is
+        deleted and created again after a pause (backoff with jitter)
+        until the budget ends, and a warning says that first come, first
+        served is not guaranteed there.  Running out of time raises
+        WaitTimeout, having deleted the allocation, so it leaves the line.
         """
         from baremetal_allocclient.v1 import reservation
 
@@ -942,13 +1002,23 @@ class Client:
             owner=owner,
             constraints=constraints,
         )
+        deadline = self.deadline(timeout)
+        in_line = queue and node is None and self.supports_queue()
+        retry = queue and not in_line
+        pauses = queueing.pauses(self._rng)
         with interrupts.sigterm_raises():
-            run = reservation.Reservation(
-                self, request, self.deadline(timeout), on_progress
-            )
+            run = reservation.Reservation(self, request, deadline,
+                                          on_progress, queue=in_line)
             try:
-                run.create(1, hold=True)
-                return run.wait()[0]
+                while True:
+                    run.create(1, hold=True)
+                    try:
+                        return run.wait()[0]
+                    except exceptions.AllocationFailed as exc:
+                        if not (retry and queueing.is_capacity_failure(
+                                exc.last_error)):
+                            raise
+                        run = self._retry_in_line(run, next(pauses), exc)
             except BaseException as exc:
                 report = run.release()
                 for ident, reason in report.failed:
@@ -959,6 +1029,31 @@ class Client:
                 if isinstance(exc, exceptions.Terminated):
                     interrupts.finish_termination(exc)
                 raise
+
+
+    def _retry_in_line(self, run: Any, pause: float,
+                       failure: exceptions.AllocationFailed) -> Any:
+        """Against a server without a line: delete the allocation that
+        found no free node, pause, and return a fresh reservation on the
+        same budget; WaitTimeout when the budget does not allow another
+        attempt (re-raises ``failure`` if the delete failed)."""
+        from baremetal_allocclient.v1 import reservation
+
+        if run.retries == 0:
+            LOG.warning("%s", queueing.UNFAIR)
+        report = run.release()
+        if report.failed:
+            raise failure
+        if not run.deadline.allows(pause + budget.FINAL_POLL):
+            raise exceptions.WaitTimeout(
+                [failure.allocation], run.deadline.seconds or 0.0)
+        LOG.info("No free node for allocation %s; asking again in %.1f s",
+                 failure.allocation.ident, pause)
+        self._sleep(pause)
+        fresh = reservation.Reservation(self, run.request, run.deadline,
+                                        run.on_progress)
+        fresh.retries = run.retries + 1
+        return fresh
 
 
 class _ClientSource:

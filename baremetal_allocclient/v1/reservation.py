@@ -87,11 +87,18 @@ class Reservation:
         request: Request,
         deadline: budget.Deadline,
         on_progress: waiting.ProgressCallback | None = None,
+        *,
+        queue: bool = False,
     ) -> None:
         self.client = client
         self.request = request
         self.deadline = deadline
         self.on_progress = on_progress
+        #: Wait in the server's line for capacity (its queue extension).
+        self.queue = queue
+        #: Earlier attempts of this call that found no free node and were
+        #: deleted (waiting for capacity against a server without a line).
+        self.retries = 0
         #: UUIDs in creation order, recorded before each create is sent.
         self.attempted: list[str] = []
         self._latest: dict[str, Allocation] = {}
@@ -142,6 +149,7 @@ class Reservation:
                 uuid=uuid, extra=request.extra, node=request.node,
                 owner=request.owner, prefer_wait=prefer,
                 deadline=self.deadline, constraints=request.constraints,
+                queue=self.queue,
             )
             # A server that ignores the UUID field (none known) still
             # gets its own UUID used from here on.
