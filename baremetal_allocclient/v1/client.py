@@ -169,7 +169,8 @@ class Client:
         #: Whether a create asked the server for a place in line (then
         #: allocation reads ask it for the position too).
         self._queue_used = False
-        self._rng = random.SystemRandom()
+        #: Jitter of the pauses between attempts to find capacity.
+        self.rng: random.Random = random.SystemRandom()
 
     # -- constructors ---------------------------------------------------
 
@@ -376,6 +377,10 @@ class Client:
         traceback: types.TracebackType | None,
     ) -> None:
         self.close()
+
+    def sleep(self, seconds: float) -> None:
+        """Pause on this client's sleep (injected by tests)."""
+        self._sleep(seconds)
 
     def deadline(self, timeout: float | None) -> budget.Deadline:
         """A time budget on this client's clock (``None``: no limit)."""
@@ -1002,23 +1007,14 @@ class Client:
             owner=owner,
             constraints=constraints,
         )
-        deadline = self.deadline(timeout)
         in_line = queue and node is None and self.supports_queue()
-        retry = queue and not in_line
-        pauses = queueing.pauses(self._rng)
         with interrupts.sigterm_raises():
-            run = reservation.Reservation(self, request, deadline,
-                                          on_progress, queue=in_line)
+            run = reservation.Reservation(
+                self, request, self.deadline(timeout), on_progress,
+                queue=in_line,
+            )
             try:
-                while True:
-                    run.create(1, hold=True)
-                    try:
-                        return run.wait()[0]
-                    except exceptions.AllocationFailed as exc:
-                        if not (retry and queueing.is_capacity_failure(
-                                exc.last_error)):
-                            raise
-                        run = self._retry_in_line(run, next(pauses), exc)
+                return run.settle_one(retry_capacity=queue and not in_line)
             except BaseException as exc:
                 report = run.release()
                 for ident, reason in report.failed:
@@ -1029,31 +1025,6 @@ class Client:
                 if isinstance(exc, exceptions.Terminated):
                     interrupts.finish_termination(exc)
                 raise
-
-
-    def _retry_in_line(self, run: Any, pause: float,
-                       failure: exceptions.AllocationFailed) -> Any:
-        """Against a server without a line: delete the allocation that
-        found no free node, pause, and return a fresh reservation on the
-        same budget; WaitTimeout when the budget does not allow another
-        attempt (re-raises ``failure`` if the delete failed)."""
-        from baremetal_allocclient.v1 import reservation
-
-        if run.retries == 0:
-            LOG.warning("%s", queueing.UNFAIR)
-        report = run.release()
-        if report.failed:
-            raise failure
-        if not run.deadline.allows(pause + budget.FINAL_POLL):
-            raise exceptions.WaitTimeout(
-                [failure.allocation], run.deadline.seconds or 0.0)
-        LOG.info("No free node for allocation %s; asking again in %.1f s",
-                 failure.allocation.ident, pause)
-        self._sleep(pause)
-        fresh = reservation.Reservation(self, run.request, run.deadline,
-                                        run.on_progress)
-        fresh.retries = run.retries + 1
-        return fresh
 
 
 class _ClientSource:
