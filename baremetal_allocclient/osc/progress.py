@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
     from baremetal_allocclient.v1 import Progress
+    from baremetal_allocclient.v1.resources import Allocation
 
 #: Seconds between redraws.
 INTERVAL = 1.0
@@ -32,6 +33,17 @@ def summary(states: Iterable[str | None], elapsed: float) -> str:
     counts = collections.Counter(state or CREATING for state in states)
     parts = ", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
     return f"waiting {int(elapsed)}s: {parts}"
+
+
+def shown_state(allocation: Allocation) -> str | None:
+    """The state to show: ``allocating`` becomes ``waiting in line (#N)``
+    when the server says the allocation waits in line (pure)."""
+    from baremetal_allocclient.v1 import queueing
+
+    place = queueing.position(allocation.raw)
+    if allocation.state == "allocating" and place is not None:
+        return f"waiting in line (#{place})"
+    return allocation.state
 
 
 class TtyProgress:
@@ -69,7 +81,7 @@ class TtyProgress:
 
     def __call__(self, progress: Progress) -> None:
         """Record the states of the allocations being waited for."""
-        self._states = tuple(a.state for a in progress.allocations)
+        self._states = tuple(shown_state(a) for a in progress.allocations)
         self.draw()
 
     def _tick(self) -> None:

@@ -184,9 +184,12 @@ class Application:
             return json_response(versions.root_document(base)), version
         if path == "/v1":
             document = versions.v1_document(base, version.minor)
+            rounds = self.services.queue
             document["extensions"] = extensions.advertisement(
                 base, self.services,
-                groups=self.services.workers.backend.name == "database")
+                groups=self.services.workers.backend.name == "database",
+                queue_max_wait=rounds.max_wait if rounds is not None
+                else None)
             return json_response(document), version
         ctx = Context(request, version, base, self.services)
         try:

@@ -128,6 +128,17 @@ def _parser() -> argparse.ArgumentParser:
              "expired leases (their allocations go when that ends)",
     )
     serve.add_argument(
+        "--queue-interval", type=_seconds, default=1.0,
+        help="seconds between rounds over the allocations waiting in line "
+             "for capacity (the queue extension); a release in this "
+             "process starts a round at once (default 1)",
+    )
+    serve.add_argument(
+        "--max-queue-wait", type=_seconds, default=3600.0,
+        help="longest time an allocation may wait in line; also the wait "
+             "of a create that names no timeout (default 3600)",
+    )
+    serve.add_argument(
         "--allocation-delay", type=_seconds_or_zero, default=0.0,
         help="testing aid: seconds each allocation waits before a worker "
              "processes it (default 0)",
@@ -314,6 +325,7 @@ def _serve(db: object, args: argparse.Namespace) -> int:
         ConductorNameInUse,
         Membership,
     )
+    from baremetal_allocclient.server.conductor.queueing import QueueRounds
     from baremetal_allocclient.server.conductor.takeover import Takeover
     from baremetal_allocclient.server.conductor.workers import (
         AllocationWorkers,
@@ -363,13 +375,19 @@ def _serve(db: object, args: argparse.Namespace) -> int:
     hardware = FakeHardware(db, step_delay=args.step_delay)
     expiry = LeaseExpiry(db, hardware, args.expire_leases,
                          undeploy=args.expire_leases_undeploy)
+    # Waiting in line needs the database's reservation (the Placement
+    # backend does not offer it; see doc/source/lifecycle.rst).
+    rounds = (QueueRounds(db, workers, args.queue_interval,
+                          args.max_queue_wait)
+              if backend.name == "database" else None)
     app = setup.wrap(
         Application(
             Services(db, workers, hardware, args.conductor_name, backend,
                      max_prefer_wait=args.max_prefer_wait,
                      waiting=WaitPermits(waiting_capacity(args.threads)),
                      lease_expiry=args.expire_leases,
-                     lease_undeploy=args.expire_leases_undeploy)
+                     lease_undeploy=args.expire_leases_undeploy,
+                     queue=rounds)
         )
     )
     server = wsgi.Server(
@@ -406,6 +424,8 @@ def _serve(db: object, args: argparse.Namespace) -> int:
     ).start()
     takeover.start()
     expiry.start()
+    if rounds is not None:
+        rounds.start()
     hardware.resume()
     backend.start()
     LOG.info("Serving on %s://%s:%d (database %s, auth %s, backend %s)",
@@ -421,6 +441,8 @@ def _serve(db: object, args: argparse.Namespace) -> int:
     server.stop()
     takeover.stop()
     expiry.stop()
+    if rounds is not None:
+        rounds.stop()
     workers.shutdown()
     backend.stop()
     hardware.shutdown()

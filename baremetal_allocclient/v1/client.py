@@ -20,6 +20,7 @@ import datetime
 import itertools
 import json
 import logging
+import random
 import time
 import types
 import uuid as uuidlib
@@ -44,6 +45,7 @@ from baremetal_allocclient.v1 import (
     interrupts,
     leasing,
     pagination,
+    queueing,
     reservation,
     resources,
     retries,
@@ -169,6 +171,11 @@ class Client:
         self._clock = clock
         self._sleep = sleep
         self._v1_doc: Any = None
+        #: Whether a create asked the server for a place in line (then
+        #: allocation reads ask it for the position too).
+        self._queue_used = False
+        #: Jitter of the pauses between attempts to find capacity.
+        self.rng: random.Random = random.SystemRandom()
 
     # -- constructors ---------------------------------------------------
 
@@ -376,6 +383,10 @@ class Client:
     ) -> None:
         self.close()
 
+    def sleep(self, seconds: float) -> None:
+        """Pause on this client's sleep (injected by tests)."""
+        self._sleep(seconds)
+
     def deadline(self, timeout: float | None) -> budget.Deadline:
         """A time budget on this client's clock (``None``: no limit)."""
         return budget.Deadline(timeout, clock=self._clock)
@@ -397,6 +408,7 @@ class Client:
         deadline: budget.Deadline | None = None,
         constraints: Constraints | None = None,
         lease: datetime.timedelta | str | None = None,
+        queue: bool = False,
     ) -> Allocation:
         """Request a node: ``POST /v1/allocations``.
 
@@ -432,6 +444,14 @@ class Client:
         when the allocation should be given back, in ``extra`` (see
         :mod:`baremetal_allocclient.leases`); :meth:`expire` or ``serve
         --expire-leases`` release it after that.
+
+        ``queue`` asks to wait in line for capacity: the allocation stays
+        ``allocating`` until a matching node is free, first come first
+        served, at most what is left of ``deadline`` (or the server's
+        maximum without one); then it ends in ``error``.  It needs the
+        reference server's queue extension (:meth:`supports_queue`);
+        against Ironic it raises InvalidArgument: use
+        :meth:`allocate` with ``queue=True``, which retries instead.
         """
         if lease is not None:
             extra = leases.with_lease(extra, self._lease(lease),
@@ -469,9 +489,14 @@ class Client:
         deadline = deadline or budget.unlimited(self._clock)
         hold = None if prefer_wait is None else deadline.hold(prefer_wait)
         headers = _prefer_wait_header(hold, self._transport.request_timeout)
+        opted_in: list[str] = []
         if constraints:
+            opted_in += self._constrain(body, constraints)
+        if queue:
+            opted_in.append(self._enqueue(body, deadline))
+        if opted_in:
             headers = {**(headers or {}),
-                       **self._constrain(body, constraints)}
+                       EXTENSION_HEADER: ", ".join(opted_in)}
         try:
             response = self._transport.request(
                 "POST", "/v1/allocations", feature=feature, json=body,
@@ -487,6 +512,23 @@ class Client:
                 raise
             return existing
         return self._allocation(response)
+
+    def _enqueue(self, body: dict[str, Any],
+                 deadline: budget.Deadline) -> str:
+        """Add the queue extension's field to a create body; return the
+        extension's name for the header."""
+        if body.get("node") is not None:
+            raise exceptions.InvalidArgument(
+                "waiting in line does not apply to a backfill (node)")
+        ceiling = queueing.advertised(self._v1_document())
+        if ceiling is None:
+            raise exceptions.InvalidArgument(
+                "this server does not offer waiting in line (the queue "
+                "extension); use allocate(..., queue=True), which "
+                "retries instead")
+        body["queue"] = queueing.queue_field(deadline.remaining(), ceiling)
+        self._queue_used = True
+        return queueing.EXTENSION
 
     def _made_by_earlier_attempt(
         self, uuid: str, body: Mapping[str, Any], deadline: budget.Deadline
@@ -515,6 +557,9 @@ class Client:
         fields: Sequence[str] | None = None,
     ) -> Allocation:
         names = resources.validate_fields(Allocation, fields)
+        # After a create that waits in line, the answer says the place.
+        headers = ({EXTENSION_HEADER: queueing.EXTENSION}
+                   if self._queue_used and names is None else None)
         response = self._transport.request(
             "GET",
             "/v1/allocations/" + transport.quote(ident),
@@ -522,7 +567,7 @@ class Client:
             params=pagination.build_query(
                 {"fields": names}, limit=None, marker=None
             ),
-            deadline=deadline,
+            deadline=deadline, headers=headers,
         )
         return self._allocation(response)
 
@@ -833,6 +878,12 @@ class Client:
         /v1``); asked once."""
         return grouping.extension_advertised(self._v1_document())
 
+    def supports_queue(self) -> bool:
+        """Whether the server keeps allocations waiting in line for
+        capacity (the reference server's queue extension, advertised in
+        ``GET /v1``); asked once."""
+        return queueing.advertised(self._v1_document()) is not None
+
     def _selection(self, body: Mapping[str, Any],
                    constraints: Constraints) -> Selection:
         return Selection(
@@ -842,22 +893,23 @@ class Client:
             owner=body.get("owner"), constraints=constraints)
 
     def _constrain(self, body: dict[str, Any],
-                   constraints: Constraints) -> dict[str, str]:
+                   constraints: Constraints) -> list[str]:
         """Add ``constraints`` to an allocation body: as the extension's
-        field (returning its header), or as prefiltered candidates."""
+        field (returning its name for the header), or as prefiltered
+        candidates."""
         if body.get("node") is not None:
             raise exceptions.InvalidArgument(
                 "constraints do not apply to a backfill (node)")
         if self.supports_constraints():
             body["constraints"] = constraints.to_wire()
-            return {EXTENSION_HEADER: EXTENSION}
+            return [EXTENSION]
         plan = self._prefilter(self._selection(body, constraints))
         # With require_node_name the plan holds that one node only.
         body["candidate_nodes"] = list(plan.candidates)
         if plan.preferred and "name" not in body:
             # Ironic tries the node named like the allocation first.
             body["name"] = constraints.node_name
-        return {}
+        return []
 
     def _prefilter(self, selection: Selection) -> selecting.Plan:
         """Client-side selection: one narrow paged listing; only when
@@ -1028,6 +1080,7 @@ class Client:
         on_progress: waiting.ProgressCallback | None = None,
         constraints: Constraints | None = None,
         lease: datetime.timedelta | str | None = None,
+        queue: bool = False,
     ) -> Allocation:
         """Create an allocation and wait until it is ``active``.
 
@@ -1045,6 +1098,15 @@ class Client:
         SIGTERM is deferred for this (in the main thread, when SIGTERM has
         its default action): after the delete the process ends as SIGTERM
         would have ended it.
+
+        ``queue=True`` waits for capacity within the same ``timeout``: on
+        a server with the queue extension (:meth:`supports_queue`) the
+        allocation waits in its first-come-first-served line; elsewhere
+        (Ironic) an allocation that failed for want of a free node is
+        deleted and created again after a pause (backoff with jitter)
+        until the budget ends, and a warning says that first come, first
+        served is not guaranteed there.  Running out of time raises
+        WaitTimeout, having deleted the allocation, so it leaves the line.
         """
         if lease is not None:
             extra = leases.with_lease(extra, self._lease(lease),
@@ -1056,13 +1118,14 @@ class Client:
             owner=owner,
             constraints=constraints,
         )
+        in_line = queue and node is None and self.supports_queue()
         with interrupts.sigterm_raises():
             run = reservation.Reservation(
-                self, request, self.deadline(timeout), on_progress
+                self, request, self.deadline(timeout), on_progress,
+                queue=in_line,
             )
             try:
-                run.create(1, hold=True)
-                return run.wait()[0]
+                return run.settle_one(retry_capacity=queue and not in_line)
             except BaseException as exc:
                 report = run.release()
                 for ident, reason in report.failed:

@@ -16,6 +16,7 @@ The one implementation behind :meth:`Client.allocate` and ``create
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 import uuid as uuidlib
 from collections.abc import Mapping, Sequence
@@ -23,11 +24,13 @@ from typing import TYPE_CHECKING, Any
 
 from baremetal_allocclient import exceptions
 from baremetal_allocclient.constraints import Constraints
-from baremetal_allocclient.v1 import budget, waiting
+from baremetal_allocclient.v1 import budget, queueing, waiting
 from baremetal_allocclient.v1.resources import Allocation
 
 if TYPE_CHECKING:
     from baremetal_allocclient.v1.client import Client
+
+LOG = logging.getLogger(__name__)
 
 #: Seconds a clean-up may take beyond what is left of the time budget, so
 #: ``--wait N --delete-on-failure`` still ends within N + 0.5 s.
@@ -87,11 +90,18 @@ class Reservation:
         request: Request,
         deadline: budget.Deadline,
         on_progress: waiting.ProgressCallback | None = None,
+        *,
+        queue: bool = False,
     ) -> None:
         self.client = client
         self.request = request
         self.deadline = deadline
         self.on_progress = on_progress
+        #: Wait in the server's line for capacity (its queue extension).
+        self.queue = queue
+        #: Earlier attempts of this call that found no free node and were
+        #: deleted (waiting for capacity against a server without a line).
+        self.retries = 0
         #: UUIDs in creation order, recorded before each create is sent.
         self.attempted: list[str] = []
         self._latest: dict[str, Allocation] = {}
@@ -155,6 +165,7 @@ class Reservation:
                 uuid=uuid, extra=request.extra, node=request.node,
                 owner=request.owner, prefer_wait=prefer,
                 deadline=self.deadline, constraints=request.constraints,
+                queue=self.queue,
             )
             # A server that ignores the UUID field (none known) still
             # gets its own UUID used from here on.
@@ -191,6 +202,47 @@ class Reservation:
             raise
         self._record(done)
         return done
+
+    def settle_one(self, *, retry_capacity: bool = False) -> Allocation:
+        """Create one allocation and wait until it is ``active``.
+
+        ``retry_capacity`` (waiting for capacity on a server without a
+        line): an allocation that failed only because no node was free is
+        deleted and, after a pause (backoff with full jitter), created
+        again, until the budget does not allow another attempt
+        (WaitTimeout).  First come, first served is not guaranteed so;
+        a warning says so once.
+        """
+        pauses = queueing.pauses(self.client.rng)
+        while True:
+            self.create(1, hold=True)
+            try:
+                return self.wait()[0]
+            except exceptions.AllocationFailed as exc:
+                if not (retry_capacity
+                        and queueing.is_capacity_failure(exc.last_error)):
+                    raise
+                self._start_over(next(pauses), exc)
+
+    def _start_over(self, pause: float,
+                    failure: exceptions.AllocationFailed) -> None:
+        """Delete the allocation that found no node and pause before the
+        next attempt; WaitTimeout when the budget has no room for it
+        (``failure`` again when the delete failed: nothing may leak)."""
+        if self.retries == 0:
+            LOG.warning("%s", queueing.UNFAIR)
+        report = self.release()
+        if report.failed:
+            raise failure
+        if not self.deadline.allows(pause + budget.FINAL_POLL):
+            raise exceptions.WaitTimeout(
+                [failure.allocation], self.deadline.seconds or 0.0)
+        LOG.info("No free node for allocation %s; asking again in %.1f s",
+                 failure.allocation.ident, pause)
+        self.attempted.clear()
+        self._latest.clear()
+        self.retries += 1
+        self.client.sleep(pause)
 
     def release(self, *, interrupted: bool = False) -> ReleaseReport:
         """Delete every allocation this operation may have made.

@@ -192,6 +192,16 @@ class CreateAllocation(show.ShowOne, _Provenance):
             "delete every allocation this command created. Without it, "
             "those are reported (and printed unless interrupted).",
         )
+        parser.add_argument(
+            "--wait-for-capacity",
+            action="store_true",
+            help="With --wait: when no node is free, wait in line for one "
+            "(first come, first served, per resource class) within the "
+            "--wait time limit instead of failing. On a server without "
+            "the queue extension (Ironic) the allocation is deleted and "
+            "created again with backoff until the limit; fairness is not "
+            "guaranteed there (one allocation only).",
+        )
         add_constraint_options(parser)
         _lease_options().add_lease_option(parser)
         group_options.add_create_options(parser)
@@ -203,6 +213,7 @@ class CreateAllocation(show.ShowOne, _Provenance):
         if group_options.wanted(parsed_args):
             return self._create_group(parsed_args)
         waits = parsed_args.wait_timeout is not None
+        capacity = parsed_args.wait_for_capacity
         problem = parsing.create_arguments_problem(
             resource_class=parsed_args.resource_class,
             node=parsed_args.node,
@@ -213,6 +224,7 @@ class CreateAllocation(show.ShowOne, _Provenance):
             wait=parsed_args.wait_timeout,
             delete_on_failure=parsed_args.delete_on_failure,
             listed=parsed_args.count is not None,
+            wait_for_capacity=capacity,
         )
         if problem:
             self._parser.error(problem)
@@ -223,14 +235,17 @@ class CreateAllocation(show.ShowOne, _Provenance):
         client = _client(self)
         deadline = client.deadline(parsed_args.wait_timeout or None)
         count = parsed_args.count or 1
+        in_line = capacity and self._server_line(client, count)
         reporter = progress.for_stream(self.app.stderr) if waits else None
         run = reservation.Reservation(
-            client, _request(self._parser, parsed_args), deadline, reporter
+            client, _request(self._parser, parsed_args), deadline, reporter,
+            queue=in_line,
         )
         self._many = parsed_args.count is not None
         with interrupts.sigterm_raises():
             try:
-                self._create_and_wait(run, count, waits, reporter)
+                self._create_and_wait(run, count, waits, reporter,
+                                      retry_capacity=capacity and not in_line)
             except (KeyboardInterrupt, exceptions_module().Terminated) as exc:
                 self._after_interrupt(run, parsed_args, exc)
             except (exceptions_module().ClientError, CommandFailed) as exc:
@@ -267,16 +282,36 @@ class CreateAllocation(show.ShowOne, _Provenance):
             raise SystemExit(interrupts.exit_status(exc)) from None
         return self._output(made, parsed_args)
 
+    def _server_line(self, client: Any, count: int) -> bool:
+        """Whether the server keeps a line (its queue extension); without
+        one, say that retries are not fair, and refuse --count."""
+        if client.supports_queue():
+            return True
+        if count > 1:
+            raise CommandFailed(
+                "--wait-for-capacity with --count needs a server that "
+                "offers waiting in line (the queue extension); this one "
+                "does not")
+        from baremetal_allocclient.v1 import queueing
+
+        self.app.stderr.write(queueing.UNFAIR + "\n")
+        return False
+
     @staticmethod
     def _create_and_wait(
         run: reservation_module.Reservation,
         count: int,
         waits: bool,
         reporter: progress_module.TtyProgress | None,
+        *,
+        retry_capacity: bool = False,
     ) -> None:
         if reporter is not None:
             reporter.start(count)
         try:
+            if retry_capacity:
+                run.settle_one(retry_capacity=True)
+                return
             run.create(count, hold=waits)
             if waits:
                 run.wait()

@@ -213,10 +213,16 @@ def create_arguments_problem(
     wait: float | None = None,
     delete_on_failure: bool = False,
     listed: bool = False,
+    wait_for_capacity: bool = False,
 ) -> str | None:
     """Return why a ``create`` command line is inconsistent, or None."""
     if not resource_class and not node:
         return "--resource-class is required unless --node is given"
+    if wait_for_capacity and wait is None:
+        return "--wait-for-capacity needs --wait (it waits within the " \
+               "--wait time limit)"
+    if wait_for_capacity and node:
+        return "--wait-for-capacity does not apply to a backfill (--node)"
     if delete_on_failure and wait is None:
         return "--delete-on-failure needs --wait (there is nothing to " \
                "fail without waiting)"

@@ -51,7 +51,7 @@ from baremetal_allocclient.server.db.models import (
     utcnow,
 )
 from baremetal_allocclient.server.logic import node_states as ns
-from baremetal_allocclient.server.logic import release
+from baremetal_allocclient.server.logic import queue, release
 
 LOG = logging.getLogger(__name__)
 _NOT_ALLOWED = "The API version does not allow allocations"
@@ -152,9 +152,12 @@ def get_allocation(ctx: Context, ident: str) -> Response:
     views.check_allocation_fields(fields, ctx.minor)
     with ctx.services.db.read() as session:
         allocation, node_uuid = read_allocation(session, ident, ctx)
-    return json_response(views.allocation_view(
+    body = views.allocation_view(
         allocation, node_uuid, ctx.base_url, ctx.minor, fields
-    ))
+    )
+    if fields is None:
+        body = _with_queue(ctx, allocation, body)
+    return json_response(body)
 
 
 def _validated_create_body(ctx: Context) -> dict[str, Any]:
@@ -164,7 +167,8 @@ def _validated_create_body(ctx: Context) -> dict[str, Any]:
     ):
         raise not_acceptable()
     schemas.validate(body, schemas.allocation_create(
-        ctx.version, extended=extensions.constraints_requested(ctx)))
+        ctx.version, extended=extensions.constraints_requested(ctx),
+        queue=extensions.queue_requested(ctx)))
     assert isinstance(body, dict)
     owner = policy.create_owner(policy.principal(ctx), body.get("owner"))
     if owner is not None:
@@ -238,6 +242,8 @@ def create_allocation(ctx: Context) -> Response:
     """
     _gate(ctx, 405)
     body = _validated_create_body(ctx)
+    now = utcnow()
+    queue_deadline = extensions.queue_deadline(ctx, body, now)
     if body.get("node"):
         if body.get("constraints"):
             raise bad_request("Constraints do not apply to a backfill")
@@ -285,7 +291,8 @@ def create_allocation(ctx: Context) -> Response:
                 owner=body.get("owner"),
                 constraints=wanted.to_wire() if wanted else None,
                 conductor_affinity=workers.affinity,
-                created_at=utcnow(),
+                queue_deadline=queue_deadline,
+                created_at=now,
             )
             queries.insert_allocation(session, allocation)
         stored = True
@@ -303,15 +310,38 @@ def create_allocation(ctx: Context) -> Response:
         workers.submit(allocation.id, allocation.uuid, job)
         # Rendered outside the write transaction, which is kept short; a
         # new allocation has no node, so the view needs no query.
-        return _created(ctx, views.allocation_view(
+        view = views.allocation_view(
             allocation, None, ctx.base_url, ctx.minor, None
-        ))
+        )
+        return _created(ctx, _with_queue(ctx, allocation, view))
     try:
-        response = _created(ctx, _settled_view(ctx, allocation, job, wait))
+        response = _created(ctx, _with_queue(
+            ctx, allocation, _settled_view(ctx, allocation, job, wait)))
     finally:
         permits.release()
     response.headers["Preference-Applied"] = f"wait={int(wait)}"
     return response
+
+
+def _with_queue(ctx: Context, allocation: Allocation,
+                body: dict[str, Any]) -> dict[str, Any]:
+    """Add the queue extension's ``queue`` object (deadline, position in
+    line) to the view of an allocation waiting in line, for a request
+    that opted in; anything else is returned unchanged."""
+    deadline = allocation.queue_deadline
+    if (deadline is None or body.get("state") != queries.ALLOCATING
+            or not extensions.queue_requested(ctx)):
+        return body
+    try:
+        with ctx.services.db.read() as session:
+            position = queries.queue_position(session, allocation, utcnow())
+    except Exception as exc:
+        if not is_unavailable(exc):
+            raise
+        return body  # the allocation is stored; answer it as it is
+    if position < 1:  # settled or out of time since the view was made
+        return body
+    return {**body, "queue": queue.view(deadline, position)}
 
 
 def _settled_view(
@@ -516,7 +546,15 @@ def delete_allocation(ctx: Context, ident: str) -> Response:
     _gate(ctx, 405)
     with ctx.services.db.write() as session:
         _delete(session, allocation_to_release(session, ident, ctx))
+    _node_may_be_free(ctx)
     return empty_response(204)
+
+
+def _node_may_be_free(ctx: Context) -> None:
+    """After a release: allocations waiting in line here try at once
+    (other processes see the node on their next queue round)."""
+    if ctx.services.queue is not None:
+        ctx.services.queue.wake()
 
 
 def _node_allocation(
@@ -550,4 +588,5 @@ def delete_node_allocation(ctx: Context, ident: str) -> Response:
     """DELETE /v1/nodes/{node}/allocation."""
     with ctx.services.db.write() as session:
         _delete(session, _node_allocation(ctx, session, ident))
+    _node_may_be_free(ctx)
     return empty_response(204)

@@ -24,6 +24,7 @@ from baremetal_allocclient.server.api.errors import (
 )
 from baremetal_allocclient.server.backends.base import Backend
 from baremetal_allocclient.server.conductor.fake_hardware import FakeHardware
+from baremetal_allocclient.server.conductor.queueing import QueueRounds
 from baremetal_allocclient.server.conductor.workers import AllocationWorkers
 from baremetal_allocclient.server.db import queries
 from baremetal_allocclient.server.db.engine import Database
@@ -52,6 +53,9 @@ class Services:
     lease_expiry: float = 0.0
     #: Whether expiry tears deployed nodes down (``--expire-leases-undeploy``).
     lease_undeploy: bool = False
+    #: Waiting in line (the queue extension); None: not offered (the
+    #: Placement backend).
+    queue: QueueRounds | None = None
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ not send.  Wire format: doc/source/choosing-nodes.rst.
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 from baremetal_allocclient import constraints, leases
@@ -19,6 +20,12 @@ from baremetal_allocclient import groups as group_model
 from baremetal_allocclient.server.api import capacity
 from baremetal_allocclient.server.api.context import Context, Services
 from baremetal_allocclient.server.api.errors import bad_request
+from baremetal_allocclient.server.logic import queue
+
+#: The queue extension: its name (in the header and in ``GET /v1``) and
+#: the version of its wire format.
+QUEUE = "queue"
+QUEUE_VERSION = 1
 
 #: Version of the constraints extension's wire format.
 CONSTRAINTS_VERSION = 1
@@ -36,6 +43,31 @@ def constraints_requested(ctx: Context) -> bool:
     """Whether the request opted into the constraints extension."""
     header = ctx.request.headers.get(constraints.EXTENSION_HEADER)
     return constraints.EXTENSION in requested(header)
+
+
+def queue_requested(ctx: Context) -> bool:
+    """Whether the request opted into the queue extension."""
+    header = ctx.request.headers.get(constraints.EXTENSION_HEADER)
+    return QUEUE in requested(header)
+
+
+def queue_deadline(ctx: Context, body: dict[str, Any],
+                   now: datetime.datetime) -> datetime.datetime | None:
+    """The queue deadline a (schema-checked) create asks for; None
+    without a ``queue`` field; 400 when it cannot be honoured."""
+    document = body.get("queue")
+    if document is None:
+        return None
+    rounds = ctx.services.queue
+    if rounds is None:
+        raise bad_request("Waiting in line (the queue extension) is not "
+                          "available with this server's backend")
+    if body.get("node"):
+        raise bad_request("Waiting in line does not apply to a backfill")
+    try:
+        return queue.deadline_for(now, document, rounds.max_wait)
+    except queue.QueueRequestError as exc:
+        raise bad_request(f"Invalid queue: {exc}") from None
 
 
 def parse_constraints(body: dict[str, Any]) -> constraints.Constraints:
@@ -63,9 +95,11 @@ def lease_advertisement(services: Services | None) -> dict[str, Any]:
 
 
 def advertisement(base_url: str, services: Services | None = None,
-                  groups: bool = True) -> dict[str, Any]:
+                  groups: bool = True,
+                  queue_max_wait: float | None = None) -> dict[str, Any]:
     """The ``extensions`` entry of ``GET /v1`` (``groups``: whether the
-    backend reserves groups in one transaction)."""
+    backend reserves groups in one transaction; ``queue_max_wait``: the
+    queue extension is offered, with this longest wait)."""
     found: dict[str, Any] = {
         leases.EXTENSION: lease_advertisement(services),
         constraints.EXTENSION: {
@@ -80,5 +114,11 @@ def advertisement(base_url: str, services: Services | None = None,
             "version": group_model.VERSION,
             "header": constraints.EXTENSION_HEADER,
             "href": f"{base_url}{group_model.PATH}",
+        }
+    if queue_max_wait is not None:
+        found[QUEUE] = {
+            "version": QUEUE_VERSION,
+            "header": constraints.EXTENSION_HEADER,
+            "max_timeout": queue_max_wait,
         }
     return found

@@ -113,11 +113,23 @@ CONSTRAINTS: dict[str, Any] = {
 }
 
 
+#: The queue extension's field of POST /v1/allocations: wait in line for
+#: capacity, at most ``timeout`` seconds (default: the server's maximum).
+QUEUE: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "timeout": {"type": "number", "exclusiveMinimum": 0},
+    },
+    "additionalProperties": False,
+}
+
+
 def allocation_create(
-    version: versions.Version, extended: bool = False
+    version: versions.Version, extended: bool = False, queue: bool = False,
 ) -> dict[str, Any]:
     """POST /v1/allocations body at this version (``extended``: the
-    request opted into the constraints extension)."""
+    request opted into the constraints extension; ``queue``: into the
+    queue extension)."""
     props: dict[str, Any] = {
         "resource_class": _RESOURCE_CLASS,
         "traits": {
@@ -141,6 +153,8 @@ def allocation_create(
         props["owner"] = _PROJECT
     if extended:
         props["constraints"] = CONSTRAINTS
+    if queue:
+        props["queue"] = QUEUE
     return {
         "type": "object",
         "properties": props,

@@ -21,6 +21,11 @@ class Job:
     request: Request
     filters: tuple[AnyFilter, ...]
     affinity: str
+    #: Set when the allocation waits in line for capacity: without a
+    #: node it stays ``allocating`` (the backend returns None) until
+    #: this time, then fails.
+    queue_deadline: datetime.datetime | None = None
+    created_at: datetime.datetime | None = None
 
 
 @dataclass(frozen=True)

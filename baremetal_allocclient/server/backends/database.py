@@ -22,7 +22,7 @@ from baremetal_allocclient.server.backends.base import Job, Settled
 from baremetal_allocclient.server.db import queries
 from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import utcnow
-from baremetal_allocclient.server.logic import selection
+from baremetal_allocclient.server.logic import queue, selection
 from baremetal_allocclient.server.placement import model, snapshot
 
 LOG = logging.getLogger(__name__)
@@ -50,6 +50,19 @@ def explain(db: Database, job: Job, tried: int) -> str:
     else:
         reason = selection.empty_reason(job.request, emptied)
     return selection.with_funnel(reason, funnel)
+
+
+def no_node(db: Database, job: Job, reason: str) -> Settled | None:
+    """No node now: an ordinary allocation fails; one waiting in line
+    stays ``allocating`` (None) until its queue deadline, then fails
+    saying so."""
+    if job.queue_deadline is None:
+        return fail(db, job, reason)
+    if not queue.expired(job.queue_deadline, utcnow()):
+        LOG.debug("Allocation %s waits in line", job.allocation_uuid)
+        return None
+    return fail(db, job, queue.expiry_reason(
+        job.request.resource_class, job.created_at, job.queue_deadline))
 
 
 def fail(db: Database, job: Job, reason: str) -> Settled | None:
@@ -102,7 +115,9 @@ class DatabaseBackend:
         """Select and reserve a node, or record why there is none."""
         filters = list(job.filters)
         tried = 0
-        for round_ in range(SEARCH_ROUNDS):
+        # A waiting allocation is tried again on the next queue round.
+        rounds = 1 if job.queue_deadline is not None else SEARCH_ROUNDS
+        for round_ in range(rounds):
             with self._db.read() as session:
                 top = self._highest_node_id(session)
                 with self._rng_lock:
@@ -111,6 +126,8 @@ class DatabaseBackend:
                     session, job.request, filters, pivot
                 )
             if not found:
+                if job.queue_deadline is not None:
+                    return no_node(self._db, job, "")
                 return fail(self._db, job, explain(self._db, job, tried))
             with self._rng_lock:
                 order = selection.order_candidates(
@@ -130,6 +147,8 @@ class DatabaseBackend:
                 if outcome is not queries.Reservation.NODE_TAKEN:
                     return None  # deleted, taken over or settled
             tried = len(order)
+        if job.queue_deadline is not None:
+            return no_node(self._db, job, "")
         # Say why as of now: usually concurrent requests took every match.
         return fail(self._db, job, explain(self._db, job, tried))
 

@@ -8,6 +8,11 @@ its workers.  Two processes racing for a row cannot both win it, and the
 workers' own writes are guarded by the new affinity, so a slow former
 owner cannot overwrite the result either.
 
+Allocations waiting in line are taken over like any other: the new
+owner's worker tries them once and, without a node, leaves them waiting,
+in their place (the line is ordered by id, which a take-over keeps); its
+queue rounds serve them from then on.
+
 The same round also re-queues this process's own ``allocating`` rows that
 no worker here holds any more (a failure could not even be recorded, or
 a restart had more leftovers than slots), so nothing stays ``allocating``
@@ -131,10 +136,12 @@ class Takeover:
         if free <= 0:
             return 0
         requeued = 0
-        # Rows queued here are among the oldest; look past them.
+        # Rows queued here are among the oldest; look past them.  Rows
+        # waiting in line are the queue rounds' (conductor/queueing.py).
         limit = free + self._workers.inflight_count()
         for allocation_id, uuid in conductors.allocating_ids(
-            self._db, self.me, limit, created_before=utcnow() - OWN_GRACE
+            self._db, self.me, limit, created_before=utcnow() - OWN_GRACE,
+            waiting=False,
         ):
             if self._workers.is_inflight(allocation_id):
                 continue

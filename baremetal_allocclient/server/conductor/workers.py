@@ -23,7 +23,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from sqlalchemy import select
 
-from baremetal_allocclient import constraints
 from baremetal_allocclient.server.backends.base import Backend, Job, Settled
 from baremetal_allocclient.server.backends.database import DatabaseBackend
 from baremetal_allocclient.server.db import conductors, queries
@@ -322,14 +321,8 @@ class AllocationWorkers:
 
     def job_for(self, allocation: Allocation) -> Job:
         """The backend's job for an allocation row of this conductor."""
-        request = selection.Request(
-            resource_class=allocation.resource_class or "",
-            traits=tuple(allocation.traits or ()),
-            candidate_nodes=tuple(allocation.candidate_nodes or ()),
-            owner=allocation.owner,
-            name=allocation.name,
-            constraints=constraints.from_wire(allocation.constraints or {}),
-        )
+        request = queries.request_of(allocation)
         return Job(allocation.id, allocation.uuid, request,
-                   tuple(selection.active_filters(request)), self.affinity)
+                   tuple(selection.active_filters(request)), self.affinity,
+                   allocation.queue_deadline, allocation.created_at)
 

@@ -133,9 +133,11 @@ def allocating_ids(
     affinity: str | None,
     limit: int | None,
     created_before: datetime.datetime | None = None,
+    waiting: bool | None = None,
 ) -> list[tuple[int, str]]:
     """(id, uuid) of the oldest ``allocating`` rows held by ``affinity``
-    (``None``: rows without one), at most ``limit`` of them."""
+    (``None``: rows without one), at most ``limit`` of them; ``waiting``
+    False leaves out the ones waiting in line (True: only those)."""
     column = Allocation.conductor_affinity
     owner = column.is_(None) if affinity is None else column == affinity
     query = (
@@ -145,6 +147,10 @@ def allocating_ids(
     )
     if created_before is not None:
         query = query.where(Allocation.created_at < created_before)
+    if waiting is not None:
+        deadline = Allocation.queue_deadline
+        query = query.where(deadline.is_not(None) if waiting
+                            else deadline.is_(None))
     if limit is not None:
         query = query.limit(limit)
     with db.read() as session:

@@ -150,6 +150,9 @@ class Allocation(Base):
         Index("allocations_state_affinity_idx", "state", "conductor_affinity"),
         Index("allocations_resource_class_idx", "resource_class"),
         Index("allocations_owner_idx", "owner"),
+        # Who waits in line in a resource class (the queue extension).
+        Index("allocations_queue_idx", "state", "resource_class",
+              "queue_deadline"),
         # An id is never handed out twice, even after a delete: workers
         # and take-over identify allocations by id (and UUID).
         {"sqlite_autoincrement": True},
@@ -171,6 +174,11 @@ class Allocation(Base):
     #: The constraints extension's document (``constraints.to_wire``).
     constraints: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     conductor_affinity: Mapped[str | None] = mapped_column(String(255))
+    #: Set when the allocation waits in line for capacity (the queue
+    #: extension): it stays ``allocating`` until then, at most.
+    queue_deadline: Mapped[datetime.datetime | None] = mapped_column(
+        DateTime
+    )
     created_at: Mapped[datetime.datetime] = mapped_column(
         DateTime, default=utcnow
     )

@@ -33,6 +33,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
+from baremetal_allocclient import constraints as constraints_module
 from baremetal_allocclient.constraints import (
     Constraints,
     Funnel,
@@ -62,6 +63,7 @@ from baremetal_allocclient.server.logic.selection import (
     ConstraintFilter,
     Filter,
     Request,
+    active_filters,
     constraint_filters,
     funnel_steps,
 )
@@ -709,6 +711,10 @@ def reserve(
     losing the node.  ``now`` is the ``updated_at`` to write (callers
     that report it pass their own).  A node locked by another transaction
     counts as taken at once, unless ``wait_for_lock``.
+
+    First come, first served: the node is not given while an earlier
+    allocation waiting in line (:func:`waiting_before`) matches it; that
+    one takes it on its next attempt.
     """
     lock = _LOCK_CANDIDATE_WAITING if wait_for_lock else _LOCK_CANDIDATE
     params: dict[str, Any] = {
@@ -730,6 +736,9 @@ def reserve(
                 gone = (Reservation.NOT_OURS if exists
                         else Reservation.ALLOCATION_DELETED)
                 raise _Rollback()
+            if waiting_before(conn, allocation_id, node_id,
+                              request.resource_class, params["r_now"]):
+                raise _Rollback()  # promised to an earlier one in line
             if not _give_node(conn, _take_node(tuple(filters)), params,
                               request.traits):
                 raise _Rollback()
@@ -784,6 +793,106 @@ def lock_free_nodes(session: Session, request: Request,
             {**params, "w_pivot": pivot, "w_limit": count - len(rows)})
     return [Candidate(int(node_id), name, str(uuid))
             for node_id, name, uuid in rows]
+
+
+# -- waiting in line (the queue extension) -------------------------------
+def request_of(allocation: Allocation) -> Request:
+    """The selection request an allocation row asks for."""
+    return Request(
+        resource_class=allocation.resource_class or "",
+        traits=tuple(allocation.traits or ()),
+        candidate_nodes=tuple(allocation.candidate_nodes or ()),
+        owner=allocation.owner,
+        name=allocation.name,
+        constraints=constraints_module.from_wire(
+            allocation.constraints or {}),
+    )
+
+
+#: Allocations waiting in line in a resource class, still within their
+#: deadline.
+_IN_LINE = (
+    Allocation.state == ALLOCATING,
+    Allocation.resource_class == bindparam("q_rc"),
+    Allocation.queue_deadline.is_not(None),
+    Allocation.queue_deadline > bindparam("q_now"),
+)
+_EARLIER_IN_LINE = (
+    select(*Allocation.__table__.columns)
+    .where(*_IN_LINE, Allocation.id < bindparam("q_before"))
+    .order_by(Allocation.id)
+)
+_POSITION = select(func.count(Allocation.id)).where(
+    *_IN_LINE, Allocation.id <= bindparam("q_before"))
+
+
+def _node_matches(conn: Any, node_id: int, request: Request) -> bool:
+    """Whether the node passes every filter of ``request`` (the same SQL
+    as the candidate query, for this one node)."""
+    filters = tuple(active_filters(request))
+    query = select(Node.id).where(Node.id == bindparam("q_node"),
+                                  *predicates(filters))
+    return conn.scalar(
+        query, {**filter_params(request), "q_node": node_id}
+    ) is not None
+
+
+def waiting_before(conn: Any, allocation_id: int, node_id: int,
+                   resource_class: str, now: datetime.datetime) -> bool:
+    """True when an allocation that arrived before ``allocation_id``
+    waits in line in the same resource class and matches the node.
+
+    Called by :func:`reserve` with the node locked, so no release or
+    other reservation of it interleaves; the allocations in line are
+    read, not locked (the one lock order is kept).  Reading one that
+    settles meanwhile only makes the caller skip the node this time.
+    """
+    rows = conn.execute(_EARLIER_IN_LINE, {
+        "q_rc": resource_class, "q_now": now, "q_before": allocation_id,
+    }).all()
+    for row in rows:
+        earlier = Allocation(**dict(row._mapping))
+        if _node_matches(conn, node_id, request_of(earlier)):
+            return True
+    return False
+
+
+def queue_position(session: Session, allocation: Allocation,
+                   now: datetime.datetime) -> int:
+    """1-based place of a waiting allocation in its resource class's
+    line (one indexed count)."""
+    return int(session.connection().scalar(_POSITION, {
+        "q_rc": allocation.resource_class, "q_now": now,
+        "q_before": allocation.id,
+    }) or 0)
+
+
+def queued_rows(db: Database, affinity: str
+                ) -> list[tuple[int, str, str | None,
+                                datetime.datetime, datetime.datetime]]:
+    """(id, uuid, resource class, deadline, created_at) of every
+    allocation of ``affinity`` waiting in line, in arrival order."""
+    query = (
+        select(Allocation.id, Allocation.uuid, Allocation.resource_class,
+               Allocation.queue_deadline, Allocation.created_at)
+        .where(Allocation.state == ALLOCATING,
+               Allocation.conductor_affinity == affinity,
+               Allocation.queue_deadline.is_not(None))
+        .order_by(Allocation.id)
+    )
+    with db.read() as session:
+        return [(int(r[0]), str(r[1]), r[2], cast(datetime.datetime, r[3]),
+                 r[4]) for r in session.execute(query)]
+
+
+def free_node_count(db: Database, resource_class: str | None) -> int:
+    """How many nodes of the class are free to allocate (before any
+    request's own filters): a waiting line is retried only when > 0."""
+    query = select(func.count(Node.id)).where(
+        *predicates((Filter.RESOURCE_CLASS,)))
+    with db.read() as session:
+        return int(session.connection().scalar(
+            query, {"f_resource_class": resource_class}) or 0)
 
 
 _BACKFILLED_NODE = (Node.provision_state == ns.ACTIVE,)

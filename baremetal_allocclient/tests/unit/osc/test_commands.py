@@ -202,7 +202,7 @@ class TestOptionsToCalls(CommandTestCase):
         self.assertEqual({
             "traits": ("T1", "T2"), "candidate_nodes": ("n1",), "name": "x",
             "uuid": "u", "extra": {"a": "2"}, "node": None, "owner": "p",
-            "prefer_wait": None, "constraints": None,
+            "prefer_wait": None, "constraints": None, "queue": False,
         }, kw)
         self.assertEqual("u1", json.loads(out)["uuid"])
 

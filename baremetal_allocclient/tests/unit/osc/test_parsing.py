@@ -123,6 +123,8 @@ class TestCreateArgumentsProblem(testtools.TestCase):
             {"resource_class": None, "node": "n1"},
             {"count": 3},
             {"count": 1, "name": "x", "output_format": "shell"},
+            {"wait_for_capacity": True, "wait": 0.0},
+            {"wait_for_capacity": True, "wait": 30.0, "count": 3},
         ):
             self.assertIsNone(self.problem(**kw), kw)
 
@@ -133,6 +135,9 @@ class TestCreateArgumentsProblem(testtools.TestCase):
             ({"count": 2, "uuid": "u"}, "--uuid"),
             ({"count": 2, "node": "n"}, "--node"),
             ({"count": 2, "output_format": "shell"}, "shell"),
+            ({"wait_for_capacity": True}, "--wait-for-capacity needs --wait"),
+            ({"wait_for_capacity": True, "wait": 5.0, "node": "n",
+              "resource_class": None}, "backfill"),
         ]
         for kw, mentioned in cases:
             problem = self.problem(**kw)

@@ -17,6 +17,16 @@ class _Tty(io.StringIO):
 
 
 class TestProgress(testtools.TestCase):
+    def test_waiting_in_line_shows_the_place(self) -> None:
+        waiting = Allocation.from_wire(
+            {"uuid": "u", "state": "allocating",
+             "queue": {"deadline": "2026-12-01T10:00:00+00:00",
+                       "position": 3}})
+        self.assertEqual("waiting in line (#3)",
+                         progress.shown_state(waiting))
+        plain = Allocation.from_wire({"uuid": "u", "state": "allocating"})
+        self.assertEqual("allocating", progress.shown_state(plain))
+
     def test_summary_counts_states(self) -> None:
         self.assertEqual(
             "waiting 3s: 2 active, 1 allocating, 1 creating",

@@ -1,0 +1,121 @@
+"""Waiting in line for capacity, through the SDK and both command lines,
+on both targets: the reference server keeps a line (its queue
+extension); against real Ironic the client retries with backoff.
+
+Each test holds the only node of its resource class, asks for another
+allocation that must wait, and releases the node a moment later.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+from baremetal_allocclient import exceptions
+from baremetal_allocclient.tests.contract import base
+from baremetal_allocclient.tests.functional import targets
+from baremetal_allocclient.v1 import queueing
+from baremetal_allocclient.v1.client import Client
+
+_BIN = os.path.dirname(sys.executable)
+#: How long the node stays held after the waiting request starts.
+HOLD = 1.5
+
+
+class WaitingInLine(base.ContractMixin):
+    """``allocate(queue=True)`` and ``create --wait-for-capacity``."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.client = Client.from_endpoint(self.target.endpoint)
+        self.addCleanup(self.client.close)
+        self.rc, nodes = self.enroll(1)
+        self.node = nodes[0]
+        self.holder = self.client.allocate(self.rc, timeout=60)
+
+    def _release_later(self, delay: float = HOLD) -> threading.Thread:
+        holder = str(self.holder.uuid)
+        thread = threading.Thread(target=lambda: (
+            time.sleep(delay), self.client.delete_allocation(holder)))
+        thread.start()
+        self.addCleanup(thread.join)
+        return thread
+
+    def _left(self) -> list[str]:
+        return [str(a.uuid) for a in
+                self.client.list_allocations(resource_class=self.rc)]
+
+    def test_server_advertises_a_line_only_on_the_reference(self) -> None:
+        self.assertEqual(self.is_reference, self.client.supports_queue())
+
+    def test_allocate_waits_for_the_released_node(self) -> None:
+        self._release_later()
+        with self.assertLogs("baremetal_allocclient", "INFO") as logs:
+            logging.getLogger("baremetal_allocclient").info("start")
+            got = self.client.allocate(self.rc, queue=True, timeout=60)
+        self.addCleanup(self.client.delete_allocation, str(got.uuid))
+        self.assertEqual(("active", self.node["uuid"]),
+                         (got.state, got.node_uuid))
+        unfair = any(queueing.UNFAIR in line for line in logs.output)
+        # Against Ironic the client says that the order is not fair.
+        self.assertEqual(not self.is_reference, unfair)
+        self.assertEqual([str(got.uuid)], self._left())
+
+    def test_budget_end_leaves_nothing_behind(self) -> None:
+        started = time.monotonic()
+        with self.assertRaises(exceptions.WaitTimeout):
+            self.client.allocate(self.rc, queue=True, timeout=3)
+        self.assertLess(time.monotonic() - started, 3 + 2)  # clean-up grace
+        self.assertEqual([str(self.holder.uuid)], self._left())
+
+    def test_plain_clients_cannot_send_the_field(self) -> None:
+        """Without the opt-in header the body is Ironic's: 400 on both."""
+        response = self.target.request(
+            "POST", "/v1/allocations",
+            {"resource_class": self.rc, "queue": {"timeout": 5}})
+        self.assertEqual(400, response.status_code, response.text)
+        self.assertEqual([str(self.holder.uuid)], self._left())
+
+    def _cli(self, program: str, *args: str) -> subprocess.Popen[str]:
+        prefix = (["baremetal", "allocation"] if program == "openstack"
+                  else [])
+        return subprocess.Popen(
+            [os.path.join(_BIN, program), "--os-auth-type", "none",
+             "--os-endpoint", self.target.endpoint, *prefix, *args],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={k: v for k, v in os.environ.items()
+                 if not k.startswith("OS_")})
+
+    def test_both_command_lines_wait_for_capacity(self) -> None:
+        for index, program in enumerate(("baremetal-alloc", "openstack")):
+            if index:  # the node is held again for the second program
+                self.holder = self.client.allocate(self.rc, timeout=60)
+            proc = self._cli(program, "create", "--resource-class", self.rc,
+                             "--wait", "60", "--wait-for-capacity",
+                             "-f", "json")
+            self._release_later().join()
+            out, err = proc.communicate(timeout=90)
+            self.assertEqual(0, proc.returncode, err)
+            created: dict[str, Any] = json.loads(out)
+            self.assertEqual(("active", self.node["uuid"]),
+                             (created["state"], created["node_uuid"]))
+            self.assertEqual(not self.is_reference,
+                             queueing.UNFAIR in err)
+            self.client.delete_allocation(created["uuid"])
+
+    def test_command_line_needs_wait(self) -> None:
+        proc = self._cli("baremetal-alloc", "create", "--resource-class",
+                         self.rc, "--wait-for-capacity")
+        _out, err = proc.communicate(timeout=60)
+        self.assertEqual(2, proc.returncode)
+        self.assertIn("--wait-for-capacity needs --wait", err)
+        self.assertEqual([str(self.holder.uuid)], self._left())
+
+
+globals().update(targets.per_target(WaitingInLine))
