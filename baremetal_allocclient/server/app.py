@@ -38,6 +38,7 @@ from baremetal_allocclient.server.api.context import (
 )
 from baremetal_allocclient.server.api.errors import ApiError
 from baremetal_allocclient.server.db.engine import (
+    CommitOutcomeUnknown,
     is_bad_data,
     is_transient,
     is_unavailable,
@@ -221,6 +222,8 @@ class Application:
             return json_response(
                 error_body(status, exc.description or exc.name), status
             ), version
+        except CommitOutcomeUnknown as exc:
+            return self._commit_unknown(request, exc), version
         except Exception as exc:
             if is_unavailable(exc):  # e.g. no pooled connection in time
                 return self._db_unavailable(request, exc), version
@@ -255,6 +258,20 @@ class Application:
             error_body(503, "The database is temporarily unavailable; "
                             "retry later."), 503
         )
+        response.headers["Retry-After"] = str(DB_RETRY_AFTER)
+        return response
+
+    @staticmethod
+    def _commit_unknown(request: Request, exc: Exception) -> Response:
+        """503 when the database went away during the commit and did not
+        come back in time to tell whether it happened: never "changed
+        nothing", since it may have."""
+        LOG.warning("Database unavailable while committing %s %s: %s",
+                    request.method, request.path, exc)
+        response = json_response(error_body(
+            503, "The database became unavailable while this change was "
+                 "being committed; it may or may not have been applied. "
+                 "Check before retrying."), 503)
         response.headers["Retry-After"] = str(DB_RETRY_AFTER)
         return response
 

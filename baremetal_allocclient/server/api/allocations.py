@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import uuid as uuidlib
+from collections.abc import Callable
 from typing import Any
 
 import jsonpatch
@@ -13,6 +14,7 @@ from sqlalchemy.orm import Session
 from werkzeug.wrappers import Response
 
 from baremetal_allocclient.server.api import (
+    commit_check,
     extensions,
     listing,
     policy,
@@ -41,6 +43,7 @@ from baremetal_allocclient.server.api.errors import (
 from baremetal_allocclient.server.backends.base import Job
 from baremetal_allocclient.server.db import queries
 from baremetal_allocclient.server.db.engine import (
+    CommitOutcomeUnknown,
     is_unavailable,
     short_reason,
 )
@@ -298,6 +301,8 @@ def create_allocation(ctx: Context) -> Response:
         stored = True
     except IntegrityError:
         raise _duplicate(ctx, uuid, name) from None
+    except CommitOutcomeUnknown as exc:
+        stored = _commit_resolved(ctx, exc, _stored(allocation.id, uuid))
     finally:
         if not stored:
             workers.release_slot()
@@ -544,10 +549,51 @@ def _delete(session: Session, allocation: Allocation) -> None:
 def delete_allocation(ctx: Context, ident: str) -> Response:
     """DELETE /v1/allocations/{ident}: release the node, drop the row."""
     _gate(ctx, 405)
-    with ctx.services.db.write() as session:
-        _delete(session, allocation_to_release(session, ident, ctx))
+    return _release(ctx, lambda session: allocation_to_release(
+        session, ident, ctx))
+
+
+def _release(ctx: Context, find: Callable[[Session], Allocation]
+             ) -> Response:
+    """Delete the allocation ``find`` locks, releasing its node."""
+    # Read inside the transaction: a failed commit expires the object.
+    found: list[tuple[int, str]] = []
+    try:
+        with ctx.services.db.write() as session:
+            allocation = find(session)
+            found.append((allocation.id, allocation.uuid))
+            _delete(session, allocation)
+    except CommitOutcomeUnknown as exc:
+        _commit_resolved(ctx, exc, _stored(*found[0], present=False))
     _node_may_be_free(ctx)
     return empty_response(204)
+
+
+def _stored(allocation_id: int, uuid: str, present: bool = True
+            ) -> Callable[[Session], bool]:
+    """A probe: whether the allocation row is there (or, with
+    ``present=False``, gone)."""
+    def probe(session: Session) -> bool:
+        row = session.scalar(select(Allocation.id).where(
+            Allocation.id == allocation_id, Allocation.uuid == uuid))
+        return (row is not None) == present
+    return probe
+
+
+def _commit_resolved(ctx: Context, exc: CommitOutcomeUnknown,
+                     probe: Callable[[Session], bool]) -> bool:
+    """After a commit lost with the connection: True when ``probe`` shows
+    it happened; otherwise the request's answer is a 503, "changed
+    nothing" when the database shows that, "may or may not" when it did
+    not answer again in time."""
+    applied = commit_check.applied(ctx.services.db, probe)
+    if applied:
+        LOG.info("A commit lost with the connection had been applied")
+        return True
+    if applied is None:
+        raise exc
+    assert exc.__cause__ is not None  # the driver's connection error
+    raise exc.__cause__
 
 
 def _node_may_be_free(ctx: Context) -> None:
@@ -586,7 +632,5 @@ def get_node_allocation(ctx: Context, ident: str) -> Response:
 
 def delete_node_allocation(ctx: Context, ident: str) -> Response:
     """DELETE /v1/nodes/{node}/allocation."""
-    with ctx.services.db.write() as session:
-        _delete(session, _node_allocation(ctx, session, ident))
-    _node_may_be_free(ctx)
-    return empty_response(204)
+    return _release(ctx, lambda session: _node_allocation(
+        ctx, session, ident))

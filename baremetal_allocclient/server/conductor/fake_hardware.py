@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from baremetal_allocclient.server.db import queries
 from baremetal_allocclient.server.db.engine import (
+    CommitOutcomeUnknown,
     Database,
     is_transient,
     is_unavailable,
@@ -110,8 +111,9 @@ class FakeHardware:
         while True:
             try:
                 return self._step(node_id, current, new, target)
-            except DBAPIError as exc:
-                if not (is_transient(exc) or is_unavailable(exc)):
+            except (DBAPIError, CommitOutcomeUnknown) as exc:
+                if not (is_unavailable(exc) or (
+                        isinstance(exc, DBAPIError) and is_transient(exc))):
                     raise
                 LOG.warning("Step %s -> %s of node %s will be retried: %s",
                             current, new, node_id, short_reason(exc))

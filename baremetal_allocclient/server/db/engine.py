@@ -134,13 +134,15 @@ def is_unavailable(exc: BaseException) -> bool:
     """True when the database could not be reached or dropped the
     connection (restart, network cut, no free pooled connection).
 
-    Such a failure says nothing about the request: it left nothing
-    behind and may succeed later, so the API answers 503 and workers
-    leave their allocation ``allocating`` for a later attempt.  Only
-    connection-level codes count: any other error of the database is a
-    fault of the request or of this server and is never retried.
+    Such a failure says nothing about the request and may succeed later,
+    so workers leave their allocation ``allocating`` for a later attempt
+    (their compare-and-sets make a repeated step harmless), and the API
+    answers 503: "changed nothing" when it left nothing behind, "may or
+    may not" after a :class:`CommitOutcomeUnknown` it could not resolve.
+    Only connection-level codes count: any other error of the database is
+    a fault of the request or of this server and is never retried.
     """
-    if isinstance(exc, PoolTimeout):
+    if isinstance(exc, (PoolTimeout, CommitOutcomeUnknown)):
         return True
     if not isinstance(exc, DBAPIError):
         return False
@@ -170,6 +172,12 @@ def short_reason(exc: BaseException) -> str:
     (without the SQL statement and SQLAlchemy's background link)."""
     text = str(getattr(exc, "orig", None) or exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+class CommitOutcomeUnknown(Exception):
+    """The database became unreachable once the transaction's work was
+    done, while it was being committed: it may or may not have been
+    committed.  Only reading the database again can tell."""
 
 
 class SchemaOutOfDate(Exception):
@@ -286,14 +294,25 @@ class Database:
 
     @contextlib.contextmanager
     def write(self) -> Iterator[Session]:
-        """A write transaction that cannot fail with "database is locked"."""
+        """A write transaction that cannot fail with "database is locked".
+
+        On PostgreSQL and MariaDB a connection lost while committing
+        raises :class:`CommitOutcomeUnknown` (SQLite commits locally: its
+        failed commits are rolled back)."""
         if not self.is_sqlite:
-            with (
-                Session(self.engine, expire_on_commit=False) as session,
-                session.begin(),
-            ):
-                session.info[WRITE] = True
-                yield session
+            committing = False
+            try:
+                with (
+                    Session(self.engine, expire_on_commit=False) as session,
+                    session.begin(),
+                ):
+                    session.info[WRITE] = True
+                    yield session
+                    committing = True
+            except DBAPIError as exc:
+                if committing and is_unavailable(exc):
+                    raise CommitOutcomeUnknown(short_reason(exc)) from exc
+                raise
             return
         with self._write_lock, self.engine.connect() as conn:
             conn.info["immediate"] = True
