@@ -30,6 +30,7 @@ from baremetal_allocclient.server.api import (
     storable,
     versions,
     vifs,
+    vmedia,
 )
 from baremetal_allocclient.server.api.context import (
     Context,
@@ -86,6 +87,9 @@ _ROUTES: list[tuple[str, str, Handler]] = [
     ("/v1/nodes/<ident>/maintenance", "PUT", nodes.set_maintenance),
     ("/v1/nodes/<ident>/maintenance", "DELETE", nodes.unset_maintenance),
     ("/v1/nodes/<ident>/validate", "GET", nodes.validate_node),
+    ("/v1/nodes/<ident>/firmware", "GET", nodes.list_firmware),
+    ("/v1/nodes/<ident>/vmedia", "POST", vmedia.attach_vmedia),
+    ("/v1/nodes/<ident>/vmedia", "DELETE", vmedia.detach_vmedia),
     ("/v1/nodes/<ident>/traits", "GET", nodes.get_traits),
     ("/v1/nodes/<ident>/traits", "PUT", nodes.set_traits),
     ("/v1/nodes/<ident>/traits", "DELETE", nodes.remove_traits),

@@ -44,7 +44,7 @@ from baremetal_allocclient.server.db.models import (
     Port,
     utcnow,
 )
-from baremetal_allocclient.server.logic import instance, release
+from baremetal_allocclient.server.logic import instance, interfaces, release
 from baremetal_allocclient.server.logic import node_states as ns
 
 DRIVER = "fake-hardware"
@@ -74,14 +74,10 @@ def _driver_error(driver: str) -> ApiError:
 
 
 def _check_interfaces(values: dict[str, Any]) -> None:
-    for iface, (expected, _since) in views.INTERFACES.items():
-        value = values.get(iface)
-        if value is not None and value != expected:
-            raise bad_request(
-                f"Could not find the following interface in the "
-                f"'ironic.hardware.interfaces.{iface[: -len('_interface')]}'"
-                f" entrypoint: {value}. Valid interfaces are ['{expected}']."
-            )
+    for field in interfaces.INTERFACES:
+        message = interfaces.invalid_value(field, values.get(field))
+        if message is not None:
+            raise bad_request(message)
 
 
 def _check_version_fields(ctx: Context, keys: Sequence[str]) -> None:
@@ -357,6 +353,7 @@ def create_node(ctx: Context) -> Response:
                 parent_node=parent,
                 disable_power_off=bool(body.get("disable_power_off")),
                 instance_name=body.get("instance_name"),
+                **{field: body.get(field) for field in interfaces.INTERFACES},
                 created_at=now,
             )
             session.add(node)
@@ -398,10 +395,10 @@ def _patchable(node: Node) -> dict[str, Any]:
     values: dict[str, Any] = {
         name: getattr(node, name, None)
         for name in _PATCHABLE
-        if name not in views.INTERFACES and name != "chassis_uuid"
+        if name not in interfaces.INTERFACES and name != "chassis_uuid"
     }
-    for iface, (value, _since) in views.INTERFACES.items():
-        values[iface] = value
+    for field in interfaces.INTERFACES:
+        values[field] = interfaces.value_of(node, field)
     values["chassis_uuid"] = None
     for key in ("driver_info", "extra", "instance_info", "network_data",
                 "properties"):
@@ -429,8 +426,8 @@ def _with_defaults(after: dict[str, Any]) -> dict[str, Any]:
             # Case-insensitive, stored lower-case (as Ironic does).
             value = value.lower() if isinstance(value, str) else (
                 "" if value is None else value)
-        elif value is None and key in views.INTERFACES:
-            value = views.INTERFACES[key][0]
+        elif value is None and key in interfaces.INTERFACES:
+            value = interfaces.INTERFACES[key].default
         result[key] = value
     return result
 
@@ -517,8 +514,6 @@ def _apply_changes(
     _check_retired(node, after, changed)
     _sync_instance_name(after, changed)
     for key in sorted(changed - {"instance_uuid", "chassis_uuid"}):
-        if key in views.INTERFACES:
-            continue
         setattr(node, key, after[key])
     if "maintenance" in changed and not after["maintenance"]:
         node.maintenance_reason = None
@@ -661,6 +656,11 @@ def set_provision_state(ctx: Context, ident: str) -> Response:
                 f'node "{node.uuid}" while it is in state '
                 f'"{node.provision_state}".'
             )
+        if verb == "inspect" and interfaces.is_unsupported(
+            interfaces.value_of(node, "inspect_interface")
+        ):
+            raise bad_request(
+                interfaces.unsupported_message(node.driver, "inspect"))
         error = instance.configdrive_error(verb, configdrive, ctx.minor)
         if error:  # checked after the state, like Ironic
             raise bad_request(error)
@@ -751,12 +751,30 @@ def unset_maintenance(ctx: Context, ident: str) -> Response:
 
 
 def validate_node(ctx: Context, ident: str) -> Response:
-    """GET /v1/nodes/{ident}/validate: fake interfaces always pass."""
+    """GET /v1/nodes/{ident}/validate: fake interfaces pass, the ``no-*``
+    ones fail as Ironic's do."""
+    with ctx.services.db.read() as session:
+        node = find_node(ctx, session, ident)
+        driver = node.driver
+        chosen = {kind: interfaces.value_of(node, f"{kind}_interface")
+                  for kind in interfaces.VALIDATED}
+    result: dict[str, dict[str, Any]] = {}
+    for kind, value in chosen.items():
+        result[kind] = (
+            {"result": False,
+             "reason": interfaces.unsupported_message(driver, kind)}
+            if interfaces.is_unsupported(value) else {"result": True})
+    return json_response(result)
+
+
+def list_firmware(ctx: Context, ident: str) -> Response:
+    """GET /v1/nodes/{ident}/firmware (1.86): the firmware components
+    cached for the node; fake hardware reports none, as in Ironic."""
+    if ctx.minor < versions.FIRMWARE_INTERFACE:
+        raise not_found("The resource could not be found.")
     with ctx.services.db.read() as session:
         find_node(ctx, session, ident)
-    names = ("bios", "boot", "console", "deploy", "inspect", "management",
-             "network", "power", "raid", "rescue", "storage")
-    return json_response({name: {"result": True} for name in names})
+    return json_response({"firmware": []})
 
 
 # -- traits --------------------------------------------------------------

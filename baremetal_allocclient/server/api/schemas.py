@@ -299,6 +299,20 @@ POWER: dict[str, Any] = {
     "additionalProperties": False,
 }
 
+#: Ironic's virtual media devices (ironic.common.boot_devices).
+VMEDIA_DEVICES = ("disk", "cdrom", "floppy")
+VMEDIA_ATTACH: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "device_type": {"type": "string", "enum": list(VMEDIA_DEVICES)},
+        "image_url": {"type": "string"},
+        "image_download_source": {"type": "string",
+                                  "enum": ["http", "local", "swift"]},
+    },
+    "required": ["device_type", "image_url"],
+    "additionalProperties": False,
+}
+
 MAINTENANCE: dict[str, Any] = {
     "type": ["object", "null"],
     "properties": {"reason": _NULLABLE_STRING},

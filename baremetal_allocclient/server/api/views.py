@@ -16,26 +16,7 @@ from baremetal_allocclient.server.api.errors import (
     not_acceptable,
 )
 from baremetal_allocclient.server.db.models import Allocation, Node, Port
-from baremetal_allocclient.server.logic import secrets
-
-FAKE = "fake"
-NOOP = "noop"
-INTERFACES: dict[str, tuple[str, int]] = {
-    # field: (value for fake-hardware, minor version that introduced it)
-    "bios_interface": (FAKE, 40),
-    "boot_interface": (FAKE, 31),
-    "console_interface": (FAKE, 31),
-    "deploy_interface": (FAKE, 31),
-    "inspect_interface": (FAKE, 31),
-    "management_interface": (FAKE, 31),
-    "network_interface": (NOOP, 20),
-    "power_interface": (FAKE, 31),
-    "raid_interface": (FAKE, 31),
-    "rescue_interface": (FAKE, 38),
-    "storage_interface": (NOOP, 33),
-    "firmware_interface": (FAKE, 86),
-    "vendor_interface": (FAKE, 31),
-}
+from baremetal_allocclient.server.logic import interfaces, secrets
 
 # Node fields in Ironic's output order with their introducing version.
 NODE_FIELDS: tuple[tuple[str, int], ...] = (
@@ -181,8 +162,8 @@ def node_view(
         "allocation_uuid": allocation_uuid,
         "chassis_uuid": None,
     }
-    for iface, (value, _since) in INTERFACES.items():
-        values[iface] = value
+    for field in interfaces.INTERFACES:
+        values[field] = interfaces.value_of(node, field)
     names = list(fields) if fields is not None else node_fields(minor)
     links = _links(base_url, f"nodes/{node.uuid}")
     result: dict[str, Any] = {}

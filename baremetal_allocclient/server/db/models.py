@@ -94,6 +94,21 @@ class Node(Base):
     disable_power_off: Mapped[bool] = mapped_column(Boolean, default=False)
     #: API 1.104: the name of the instance deployed on the node.
     instance_name: Mapped[str | None] = mapped_column(String(255))
+    #: The ``*_interface`` fields; NULL is the default implementation
+    #: (server/logic/interfaces.py).
+    bios_interface: Mapped[str | None] = mapped_column(String(255))
+    boot_interface: Mapped[str | None] = mapped_column(String(255))
+    console_interface: Mapped[str | None] = mapped_column(String(255))
+    deploy_interface: Mapped[str | None] = mapped_column(String(255))
+    firmware_interface: Mapped[str | None] = mapped_column(String(255))
+    inspect_interface: Mapped[str | None] = mapped_column(String(255))
+    management_interface: Mapped[str | None] = mapped_column(String(255))
+    network_interface: Mapped[str | None] = mapped_column(String(255))
+    power_interface: Mapped[str | None] = mapped_column(String(255))
+    raid_interface: Mapped[str | None] = mapped_column(String(255))
+    rescue_interface: Mapped[str | None] = mapped_column(String(255))
+    storage_interface: Mapped[str | None] = mapped_column(String(255))
+    vendor_interface: Mapped[str | None] = mapped_column(String(255))
     inspection_started_at: Mapped[datetime.datetime | None] = (
         mapped_column(DateTime))
     inspection_finished_at: Mapped[datetime.datetime | None] = (

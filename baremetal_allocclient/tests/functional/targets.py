@@ -34,6 +34,8 @@ from typing import Any
 import requests
 import testtools
 
+from baremetal_allocclient.server.logic import interfaces
+
 #: What the Ironic virtualenv holds; ironic is pinned to the measured release.
 IRONIC_REQUIREMENTS: tuple[str, ...] = (
     "ironic==39.0.0",
@@ -503,13 +505,6 @@ def ensure_ironic_venv() -> str:
 
 # -- starting targets --------------------------------------------------------
 
-_INTERFACES: dict[str, str] = {
-    "bios": "fake", "boot": "fake", "console": "fake", "deploy": "fake",
-    "firmware": "fake", "inspect": "fake", "management": "fake",
-    "network": "noop", "power": "fake", "raid": "fake", "rescue": "fake",
-    "storage": "noop", "vendor": "fake",
-}
-
 
 def ironic_config(workdir: str, port: int) -> str:
     """ironic.conf text for an all-in-one, fake-hardware, noauth Ironic."""
@@ -522,9 +517,12 @@ def ironic_config(workdir: str, port: int) -> str:
         "enabled_hardware_types = fake-hardware",
         "use_stderr = true",
     ]
-    for kind, impl in _INTERFACES.items():
-        lines += [f"enabled_{kind}_interfaces = {impl}",
-                  f"default_{kind}_interface = {impl}"]
+    # Every implementation the reference server accepts is enabled, in the
+    # same order, so both targets accept and refuse the same values.
+    for iface in interfaces.INTERFACES.values():
+        lines += [f"enabled_{iface.kind}_interfaces = "
+                  f"{', '.join(iface.accepted)}",
+                  f"default_{iface.kind}_interface = {iface.default}"]
     lines += [
         "[api]", "host_ip = 127.0.0.1", f"port = {port}", "api_workers = 1",
         "[conductor]", "automated_clean = false",

@@ -62,7 +62,7 @@ class _MigrationTests:
         self.db.upgrade()
         current, head = self.db.schema_revisions()
         case.assertEqual(head, current)
-        case.assertEqual("0009_allocation_queue", head)
+        case.assertEqual("0010_node_interfaces", head)
         with self.db.engine.connect() as conn:
             diff = compare_metadata(MigrationContext.configure(conn),
                                     Base.metadata)
