@@ -56,6 +56,7 @@ from baremetal_allocclient.server.db.models import (
     utcnow,
 )
 from baremetal_allocclient.server.logic import node_states as ns
+from baremetal_allocclient.server.logic import queue as queue_logic
 from baremetal_allocclient.server.logic.release import NodeView
 from baremetal_allocclient.server.logic.selection import (
     AnyFilter,
@@ -782,6 +783,8 @@ def lock_free_nodes(session: Session, request: Request,
     on and wrapping around, in a write transaction.  Nodes another
     transaction holds locked are skipped (they are being taken or
     changed), so two group reservations never wait for each other."""
+    if count <= 0:
+        return []
     key = tuple(filters)
     conn = session.connection()
     params = filter_params(request)
@@ -835,6 +838,48 @@ def _node_matches(conn: Any, node_id: int, request: Request) -> bool:
     return conn.scalar(
         query, {**filter_params(request), "q_node": node_id}
     ) is not None
+
+
+_ALL_IN_LINE = (
+    select(*Allocation.__table__.columns)
+    .where(*_IN_LINE)
+    .order_by(Allocation.id)
+)
+_MATCHING_NODES = select(Node.id).where(
+    Node.id.in_(bindparam("q_nodes", expanding=True)))
+
+
+def _matching_nodes(conn: Any, node_ids: Sequence[int], request: Request
+                    ) -> set[int]:
+    """Which of ``node_ids`` pass every filter of ``request`` (one
+    query)."""
+    filters = tuple(active_filters(request))
+    query = _MATCHING_NODES.where(*predicates(filters))
+    return {int(row[0]) for row in conn.execute(
+        query, {**filter_params(request), "q_nodes": list(node_ids)})}
+
+
+def in_line(session: Session, resource_class: str,
+            now: datetime.datetime) -> list[Request]:
+    """What every allocation waiting in line in ``resource_class`` asks
+    for, in arrival order (read, not locked: the one lock order)."""
+    rows = session.connection().execute(_ALL_IN_LINE, {
+        "q_rc": resource_class, "q_now": now}).all()
+    return [request_of(Allocation(**dict(row._mapping))) for row in rows]
+
+
+def promised_nodes(session: Session, node_ids: Sequence[int],
+                   waiting: Sequence[Request]) -> set[int]:
+    """Which of ``node_ids`` (free, locked by the caller) the
+    allocations ``waiting`` in line get first: each, in arrival order,
+    is promised the first node it matches that no earlier one was
+    (:func:`baremetal_allocclient.server.logic.queue.promise`)."""
+    if not node_ids or not waiting:
+        return set()
+    conn = session.connection()
+    matches = [_matching_nodes(conn, node_ids, request)
+               for request in waiting]
+    return queue_logic.promise(node_ids, matches)
 
 
 def waiting_before(conn: Any, allocation_id: int, node_id: int,
