@@ -1152,6 +1152,7 @@ class Client:
         timeout: float | None = waiting.DEFAULT_TIMEOUT,
         on_progress: waiting.ProgressCallback | None = None,
         constraints: Constraints | None = None,
+        lease: datetime.timedelta | str | None = None,
     ) -> list[Allocation]:
         """Reserve ``count`` nodes, all or nothing: return ``count``
         ``active`` allocations on distinct nodes, or raise GroupFailed
@@ -1163,6 +1164,9 @@ class Client:
         (``baremetal_alloc_group``, ``baremetal_alloc_group_size``), so
         :meth:`list_allocations` (``group=``) and :meth:`release_group`
         find them on any server.  ``timeout`` bounds the whole operation.
+        ``lease`` (see :meth:`create_allocation`) gives every member the
+        same lease, starting with the request; each member expires on
+        its own (:meth:`expire`), and :meth:`renew_lease` renews one.
 
         On a server advertising the groups extension the nodes are
         reserved in one transaction; elsewhere (Ironic) the members are
@@ -1174,6 +1178,9 @@ class Client:
                 that failed and its last_error (or the server's reason);
                 ``left`` lists members that could not be deleted.
         """
+        if lease is not None:
+            extra = leases.with_lease(extra, self._lease(lease),
+                                      leases.utcnow())
         request = reservation.Request(
             resource_class=resource_class, traits=tuple(traits),
             candidate_nodes=tuple(candidate_nodes), name=name,

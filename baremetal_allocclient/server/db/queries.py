@@ -34,6 +34,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from baremetal_allocclient import constraints as constraints_module
+from baremetal_allocclient import leases
 from baremetal_allocclient.constraints import (
     Constraints,
     Funnel,
@@ -640,7 +641,10 @@ _OWNED = (
     Allocation.state == ALLOCATING,
     Allocation.conductor_affinity == bindparam("r_affinity"),
 )
-_OWNED_ALLOCATION = select(Allocation.id).where(*_OWNED).with_for_update()
+_OWNED_ALLOCATION = (
+    select(Allocation.id, Allocation.queue_deadline, Allocation.extra)
+    .where(*_OWNED).with_for_update()
+)
 _ALLOCATION_EXISTS = select(Allocation.id).where(
     Allocation.id == bindparam("r_allocation"),
     Allocation.uuid == bindparam("r_uuid"),
@@ -652,6 +656,9 @@ _ALLOCATION_ACTIVE = (
     .values(state=ACTIVE, node_id=bindparam("r_node"),
             updated_at=bindparam("r_now"), last_error=None)
 )
+#: An allocation that waited in line: its lease starts now.
+_ALLOCATION_ACTIVE_RELEASED_FROM_LINE = _ALLOCATION_ACTIVE.values(
+    extra=bindparam("r_extra", type_=Allocation.extra.type))
 #: A node may be given to allocation ``r_uuid`` only while no allocation
 #: holds it and no other instance is on it.
 _NODE_IS_FREE_FOR = (
@@ -732,7 +739,8 @@ def reserve(
             conn = session.connection()
             if conn.scalar(lock, params) is None:
                 raise _Rollback()  # locked by another transaction, or gone
-            if conn.scalar(_OWNED_ALLOCATION, params) is None:
+            owned = conn.execute(_OWNED_ALLOCATION, params).first()
+            if owned is None:
                 exists = conn.scalar(_ALLOCATION_EXISTS, params) is not None
                 gone = (Reservation.NOT_OURS if exists
                         else Reservation.ALLOCATION_DELETED)
@@ -743,7 +751,7 @@ def reserve(
             if not _give_node(conn, _take_node(tuple(filters)), params,
                               request.traits):
                 raise _Rollback()
-            conn.execute(_ALLOCATION_ACTIVE, params)
+            conn.execute(*_activation(owned, params))
     except _Rollback:
         return gone
     except DBAPIError as exc:
@@ -751,6 +759,20 @@ def reserve(
             raise
         return Reservation.NODE_TAKEN
     return Reservation.RESERVED
+
+
+def _activation(owned: Any, params: dict[str, Any]
+                ) -> tuple[Update, dict[str, Any]]:
+    """The UPDATE making a reserved allocation ``active``: one that
+    waited in line (a queue deadline) gets its lease restarted
+    (:func:`leases.restarted`), so waiting does not eat the lease."""
+    _id, deadline, extra = owned
+    fresh = leases.restarted(extra, params["r_now"]) \
+        if deadline is not None else None
+    if fresh is None:
+        return _ALLOCATION_ACTIVE, params
+    return _ALLOCATION_ACTIVE_RELEASED_FROM_LINE, {**params,
+                                                   "r_extra": fresh}
 
 
 def give_node(session: Session, allocation: Allocation, node_id: int,
