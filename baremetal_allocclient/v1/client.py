@@ -1187,14 +1187,16 @@ class Client:
             extra=dict(extra) if extra is not None else None, owner=owner,
             constraints=constraints,
         )
-        with interrupts.sigterm_raises():
+        with interrupts.sigterm_raises() as installed:
             run = grouping.GroupRun(self, request, count,
                                     self.deadline(timeout), on_progress)
             try:
                 return run.make()
             except (KeyboardInterrupt, exceptions.Terminated) as exc:
-                run.fail(exc, interrupted=True)
-                if isinstance(exc, exceptions.Terminated):
+                failure = run.fail(exc, interrupted=True)
+                # What could not be deleted, for a caller that reports it.
+                exc.group_left = failure.left  # type: ignore[union-attr]
+                if installed and isinstance(exc, exceptions.Terminated):
                     interrupts.finish_termination(exc)
                 raise
             except exceptions.ClientError as exc:
