@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 from unittest import mock
 
+import testtools
+
 from baremetal_allocclient import exceptions, shell
 from baremetal_allocclient.tests.unit.osc import test_commands
 from baremetal_allocclient.v1.resources import Allocation
