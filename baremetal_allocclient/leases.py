@@ -11,7 +11,9 @@ visible to every client:
     ``2030-01-02T03:04:05Z``.  The only key that decides anything.
 ``baremetal_alloc:lease``
     The duration last asked for (``2h``, ``1h30m``): for people reading
-    the allocation; never used to compute anything.
+    the allocation, and used for one thing: the lease of an allocation
+    that waited in line starts again when it gets its node
+    (:func:`restarted`).
 
 Durations are written ``<n>d``, ``<n>h``, ``<n>m``, ``<n>s`` or a
 combination in that order (``1d12h``, ``1h30m``, ``90s``).
@@ -155,6 +157,26 @@ def with_lease(
     if lease is None:
         return dict(extra) if extra is not None else None
     return {**(extra or {}), **lease_extra(lease, now)}
+
+
+def restarted(
+    extra: Mapping[str, Any] | None, now: datetime.datetime
+) -> dict[str, Any] | None:
+    """``extra`` with its lease running from ``now`` for the recorded
+    duration: a lease starts when its allocation gets a node, so time
+    spent waiting in line does not eat it.  None when there is no lease
+    or its duration cannot be read (the recorded end then stays)."""
+    if not extra or EXPIRES_KEY not in extra:
+        return None
+    recorded = extra.get(DURATION_KEY)
+    try:
+        duration = parse_duration(recorded if isinstance(recorded, str)
+                                  else "")
+    except LeaseError:
+        return None
+    if now.tzinfo is None:
+        now = now.replace(tzinfo=datetime.timezone.utc)
+    return {**extra, **lease_extra(duration, now)}
 
 
 def expires_at(extra: Mapping[str, Any] | None) -> datetime.datetime | None:

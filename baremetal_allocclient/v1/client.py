@@ -1152,6 +1152,7 @@ class Client:
         timeout: float | None = waiting.DEFAULT_TIMEOUT,
         on_progress: waiting.ProgressCallback | None = None,
         constraints: Constraints | None = None,
+        lease: datetime.timedelta | str | None = None,
     ) -> list[Allocation]:
         """Reserve ``count`` nodes, all or nothing: return ``count``
         ``active`` allocations on distinct nodes, or raise GroupFailed
@@ -1163,6 +1164,9 @@ class Client:
         (``baremetal_alloc_group``, ``baremetal_alloc_group_size``), so
         :meth:`list_allocations` (``group=``) and :meth:`release_group`
         find them on any server.  ``timeout`` bounds the whole operation.
+        ``lease`` (see :meth:`create_allocation`) gives every member the
+        same lease, starting with the request; each member expires on
+        its own (:meth:`expire`), and :meth:`renew_lease` renews one.
 
         On a server advertising the groups extension the nodes are
         reserved in one transaction; elsewhere (Ironic) the members are
@@ -1174,20 +1178,25 @@ class Client:
                 that failed and its last_error (or the server's reason);
                 ``left`` lists members that could not be deleted.
         """
+        if lease is not None:
+            extra = leases.with_lease(extra, self._lease(lease),
+                                      leases.utcnow())
         request = reservation.Request(
             resource_class=resource_class, traits=tuple(traits),
             candidate_nodes=tuple(candidate_nodes), name=name,
             extra=dict(extra) if extra is not None else None, owner=owner,
             constraints=constraints,
         )
-        with interrupts.sigterm_raises():
+        with interrupts.sigterm_raises() as installed:
             run = grouping.GroupRun(self, request, count,
                                     self.deadline(timeout), on_progress)
             try:
                 return run.make()
             except (KeyboardInterrupt, exceptions.Terminated) as exc:
-                run.fail(exc, interrupted=True)
-                if isinstance(exc, exceptions.Terminated):
+                failure = run.fail(exc, interrupted=True)
+                # What could not be deleted, for a caller that reports it.
+                exc.group_left = failure.left  # type: ignore[union-attr]
+                if installed and isinstance(exc, exceptions.Terminated):
                     interrupts.finish_termination(exc)
                 raise
             except exceptions.ClientError as exc:

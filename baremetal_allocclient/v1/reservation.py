@@ -22,7 +22,7 @@ import uuid as uuidlib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from baremetal_allocclient import exceptions
+from baremetal_allocclient import exceptions, leases
 from baremetal_allocclient.constraints import Constraints
 from baremetal_allocclient.v1 import budget, queueing, waiting
 from baremetal_allocclient.v1.resources import Allocation
@@ -243,6 +243,11 @@ class Reservation:
         self._latest.clear()
         self.retries += 1
         self.client.sleep(pause)
+        # The next attempt is a new allocation: its lease starts with it,
+        # as one that waited in the server's line starts when served.
+        fresh = leases.restarted(self.request.extra, leases.utcnow())
+        if fresh is not None:
+            self.request = dataclasses.replace(self.request, extra=fresh)
 
     def release(self, *, interrupted: bool = False) -> ReleaseReport:
         """Delete every allocation this operation may have made.

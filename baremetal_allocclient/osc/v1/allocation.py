@@ -271,14 +271,15 @@ class CreateAllocation(show.ShowOne, _Provenance):
             _request(self._parser, parsed_args), name=parsed_args.group)
         self._many = True
         try:
-            made = group_options.create_group(
-                _client(self), request, parsed_args.count or 1,
-                parsed_args.wait_timeout or None)
+            with interrupts.sigterm_raises():
+                made = group_options.create_group(
+                    _client(self), request, parsed_args.count or 1,
+                    parsed_args.wait_timeout or None)
         except exceptions_module().GroupFailed as exc:
             raise CommandFailed(str(exc)) from exc
-        except KeyboardInterrupt as exc:
-            self.app.stderr.write(
-                "Interrupted; the group's allocations were deleted\n")
+        except (KeyboardInterrupt, exceptions_module().Terminated) as exc:
+            self.app.stderr.write(group_options.interrupted_message(
+                parsed_args.group, getattr(exc, "group_left", ())))
             raise SystemExit(interrupts.exit_status(exc)) from None
         return self._output(made, parsed_args)
 

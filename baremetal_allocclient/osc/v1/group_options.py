@@ -83,6 +83,18 @@ def create_group(client: Client, request: reservation_module.Request,
         constraints=request.constraints)
 
 
+def interrupted_message(group: str | None,
+                        left: Any) -> str:
+    """What an interrupted group ``create`` says (pure): that nothing
+    is left, or which members could not be deleted and how to."""
+    if not left:
+        return "Interrupted; the group's allocations were deleted\n"
+    uuids = " ".join(str(uuid) for uuid, _why in left)
+    how = f"--group {group}" if group else uuids
+    return (f"Interrupted; allocations left: {uuids} (release with: "
+            f"baremetal-alloc delete {how})\n")
+
+
 def add_list_option(parser: argparse.ArgumentParser) -> None:
     """``list --group``."""
     parser.add_argument(

@@ -8,6 +8,12 @@ whole group is committed or nothing is.  Locks follow the one order,
 nodes first; the allocations are new rows.  Two groups racing for the
 last nodes never both end half-served: each transaction commits only
 with all of its nodes, and a node locked by one is skipped by the other.
+
+First come, first served holds for groups too: a group arrives after
+every allocation already waiting in line, so it never takes a node one
+of them gets first (:func:`queries.promised_nodes`); it locks that many
+more candidates, and the nodes promised count as unavailable when the
+group is refused.
 """
 
 from __future__ import annotations
@@ -43,7 +49,12 @@ class Outcome:
 
 
 class _Short(Exception):
-    """Internal: fewer nodes than members; roll the transaction back."""
+    """Internal: fewer nodes than members; roll the transaction back.
+    ``promised``: free matching nodes kept for allocations in line."""
+
+    def __init__(self, promised: int = 0) -> None:
+        super().__init__(promised)
+        self.promised = promised
 
 
 def reserve_group(
@@ -69,10 +80,11 @@ def reserve_group(
                 members = build()
                 return Outcome(_reserve(session, members, request, filters,
                                         rng))
-        except _Short:
-            pass
+        except _Short as short:
+            promised = short.promised
         with db.read() as session:
-            reason = shortfall(session, request, filters, count, visible)
+            reason = shortfall(session, request, filters, count, visible,
+                               promised)
         if reason is not None:
             return Outcome(reason=reason)
         time.sleep(rng.uniform(0.5, 1.5) * PAUSE * (attempt + 1))
@@ -85,12 +97,19 @@ def _reserve(session: Session, members: Sequence[Allocation],
              request: Request, filters: Sequence[AnyFilter],
              rng: random.Random) -> tuple[tuple[Allocation, str], ...]:
     count = len(members)
-    top = queries.highest_node_id(session)
-    nodes = queries.lock_free_nodes(session, request, filters,
-                                    rng.randint(1, max(top, 1)), count)
-    if len(nodes) < count:
-        raise _Short()
     now = utcnow()
+    waiting = queries.in_line(session, request.resource_class, now)
+    top = queries.highest_node_id(session)
+    # Each allocation in line is promised at most one node: locking that
+    # many more leaves ``count`` for the group whenever there are enough.
+    locked = queries.lock_free_nodes(session, request, filters,
+                                     rng.randint(1, max(top, 1)),
+                                     count + len(waiting))
+    promised = queries.promised_nodes(session, [n.id for n in locked],
+                                      waiting)
+    nodes = [n for n in locked if n.id not in promised][:count]
+    if len(nodes) < count:
+        raise _Short(len(promised))
     for member, node in zip(members, nodes, strict=True):
         member.node_id = node.id
         member.created_at = member.updated_at = now
@@ -103,16 +122,22 @@ def _reserve(session: Session, members: Sequence[Allocation],
 
 def shortfall(session: Session, request: Request,
               filters: Sequence[AnyFilter], count: int,
-              visible: ColumnElement[bool] | None) -> str | None:
+              visible: ColumnElement[bool] | None,
+              promised: int = 0) -> str | None:
     """Why ``count`` nodes cannot be had, or None when enough match and
-    are free (they were only locked or taken by concurrent requests)."""
+    are free (they were only locked or taken by concurrent requests).
+    ``promised`` of the free ones are kept for allocations waiting in
+    line, which arrived first."""
     counts = queries.cumulative_counts(session, request, list(filters))
-    free = counts[-1]
+    free = max(counts[-1] - promised, 0)
     if free >= count:
         return None
     funnel = queries.funnel_counts(session, request, visible)
     emptied = selection.first_empty(request, counts)
     reason = f"{free} of the {count} nodes needed are available"
-    if emptied is not None:
+    if promised:
+        reason += (f" ({promised} more promised to allocations waiting "
+                   f"in line, which came first)")
+    elif emptied is not None:
         reason += f" ({selection.empty_reason(request, emptied)})"
     return selection.with_funnel(reason, funnel)

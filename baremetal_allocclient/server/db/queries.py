@@ -34,6 +34,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from baremetal_allocclient import constraints as constraints_module
+from baremetal_allocclient import leases
 from baremetal_allocclient.constraints import (
     Constraints,
     Funnel,
@@ -56,6 +57,7 @@ from baremetal_allocclient.server.db.models import (
     utcnow,
 )
 from baremetal_allocclient.server.logic import node_states as ns
+from baremetal_allocclient.server.logic import queue as queue_logic
 from baremetal_allocclient.server.logic.release import NodeView
 from baremetal_allocclient.server.logic.selection import (
     AnyFilter,
@@ -639,7 +641,10 @@ _OWNED = (
     Allocation.state == ALLOCATING,
     Allocation.conductor_affinity == bindparam("r_affinity"),
 )
-_OWNED_ALLOCATION = select(Allocation.id).where(*_OWNED).with_for_update()
+_OWNED_ALLOCATION = (
+    select(Allocation.id, Allocation.queue_deadline, Allocation.extra)
+    .where(*_OWNED).with_for_update()
+)
 _ALLOCATION_EXISTS = select(Allocation.id).where(
     Allocation.id == bindparam("r_allocation"),
     Allocation.uuid == bindparam("r_uuid"),
@@ -651,6 +656,9 @@ _ALLOCATION_ACTIVE = (
     .values(state=ACTIVE, node_id=bindparam("r_node"),
             updated_at=bindparam("r_now"), last_error=None)
 )
+#: An allocation that waited in line: its lease starts now.
+_ALLOCATION_ACTIVE_RELEASED_FROM_LINE = _ALLOCATION_ACTIVE.values(
+    extra=bindparam("r_extra", type_=Allocation.extra.type))
 #: A node may be given to allocation ``r_uuid`` only while no allocation
 #: holds it and no other instance is on it.
 _NODE_IS_FREE_FOR = (
@@ -731,7 +739,8 @@ def reserve(
             conn = session.connection()
             if conn.scalar(lock, params) is None:
                 raise _Rollback()  # locked by another transaction, or gone
-            if conn.scalar(_OWNED_ALLOCATION, params) is None:
+            owned = conn.execute(_OWNED_ALLOCATION, params).first()
+            if owned is None:
                 exists = conn.scalar(_ALLOCATION_EXISTS, params) is not None
                 gone = (Reservation.NOT_OURS if exists
                         else Reservation.ALLOCATION_DELETED)
@@ -742,7 +751,7 @@ def reserve(
             if not _give_node(conn, _take_node(tuple(filters)), params,
                               request.traits):
                 raise _Rollback()
-            conn.execute(_ALLOCATION_ACTIVE, params)
+            conn.execute(*_activation(owned, params))
     except _Rollback:
         return gone
     except DBAPIError as exc:
@@ -750,6 +759,20 @@ def reserve(
             raise
         return Reservation.NODE_TAKEN
     return Reservation.RESERVED
+
+
+def _activation(owned: Any, params: dict[str, Any]
+                ) -> tuple[Update, dict[str, Any]]:
+    """The UPDATE making a reserved allocation ``active``: one that
+    waited in line (a queue deadline) gets its lease restarted
+    (:func:`leases.restarted`), so waiting does not eat the lease."""
+    _id, deadline, extra = owned
+    fresh = leases.restarted(extra, params["r_now"]) \
+        if deadline is not None else None
+    if fresh is None:
+        return _ALLOCATION_ACTIVE, params
+    return _ALLOCATION_ACTIVE_RELEASED_FROM_LINE, {**params,
+                                                   "r_extra": fresh}
 
 
 def give_node(session: Session, allocation: Allocation, node_id: int,
@@ -782,6 +805,8 @@ def lock_free_nodes(session: Session, request: Request,
     on and wrapping around, in a write transaction.  Nodes another
     transaction holds locked are skipped (they are being taken or
     changed), so two group reservations never wait for each other."""
+    if count <= 0:
+        return []
     key = tuple(filters)
     conn = session.connection()
     params = filter_params(request)
@@ -835,6 +860,48 @@ def _node_matches(conn: Any, node_id: int, request: Request) -> bool:
     return conn.scalar(
         query, {**filter_params(request), "q_node": node_id}
     ) is not None
+
+
+_ALL_IN_LINE = (
+    select(*Allocation.__table__.columns)
+    .where(*_IN_LINE)
+    .order_by(Allocation.id)
+)
+_MATCHING_NODES = select(Node.id).where(
+    Node.id.in_(bindparam("q_nodes", expanding=True)))
+
+
+def _matching_nodes(conn: Any, node_ids: Sequence[int], request: Request
+                    ) -> set[int]:
+    """Which of ``node_ids`` pass every filter of ``request`` (one
+    query)."""
+    filters = tuple(active_filters(request))
+    query = _MATCHING_NODES.where(*predicates(filters))
+    return {int(row[0]) for row in conn.execute(
+        query, {**filter_params(request), "q_nodes": list(node_ids)})}
+
+
+def in_line(session: Session, resource_class: str,
+            now: datetime.datetime) -> list[Request]:
+    """What every allocation waiting in line in ``resource_class`` asks
+    for, in arrival order (read, not locked: the one lock order)."""
+    rows = session.connection().execute(_ALL_IN_LINE, {
+        "q_rc": resource_class, "q_now": now}).all()
+    return [request_of(Allocation(**dict(row._mapping))) for row in rows]
+
+
+def promised_nodes(session: Session, node_ids: Sequence[int],
+                   waiting: Sequence[Request]) -> set[int]:
+    """Which of ``node_ids`` (free, locked by the caller) the
+    allocations ``waiting`` in line get first: each, in arrival order,
+    is promised the first node it matches that no earlier one was
+    (:func:`baremetal_allocclient.server.logic.queue.promise`)."""
+    if not node_ids or not waiting:
+        return set()
+    conn = session.connection()
+    matches = [_matching_nodes(conn, node_ids, request)
+               for request in waiting]
+    return queue_logic.promise(node_ids, matches)
 
 
 def waiting_before(conn: Any, allocation_id: int, node_id: int,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence, Set
 from typing import Any
 
 #: Longest wait a server grants by default (``serve --max-queue-wait``).
@@ -73,3 +73,29 @@ def view(deadline: datetime.datetime, position: int) -> dict[str, Any]:
     and the 1-based position in the resource class's line."""
     return {"deadline": deadline.isoformat(timespec="seconds") + "+00:00",
             "position": position}
+
+
+def promise(nodes: Sequence[int], matches: Sequence[Set[int]]) -> set[int]:
+    """The nodes promised to allocations waiting in line (pure).
+
+    ``matches[i]`` holds the nodes the ``i``-th allocation in line (in
+    arrival order) matches.  Each is promised one node, as many of them
+    as the nodes allow, earlier ones first (a maximum matching, grown in
+    arrival order by augmenting paths, which never unmatch one already
+    served).  What is left may go to a request that arrived after all of
+    them (a group): it never takes a node they need.
+    """
+    owner: dict[int, int] = {}  # node -> index of the one in line
+
+    def seat(who: int, seen: set[int]) -> bool:
+        for node in nodes:
+            if node in matches[who] and node not in seen:
+                seen.add(node)
+                if node not in owner or seat(owner[node], seen):
+                    owner[node] = who
+                    return True
+        return False
+
+    for who in range(len(matches)):
+        seat(who, set())
+    return set(owner)

@@ -6,13 +6,15 @@ own node, or nothing left."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
-from baremetal_allocclient import exceptions, groups
+from baremetal_allocclient import exceptions, groups, leases
 from baremetal_allocclient.tests.contract import base
 from baremetal_allocclient.tests.functional import targets
 from baremetal_allocclient.tests.functional.cli import clirunner
 from baremetal_allocclient.v1.client import Client
+from baremetal_allocclient.v1.leasing import Outcome
 
 
 class Groups(base.ContractMixin):
@@ -134,6 +136,37 @@ class Groups(base.ContractMixin):
             self.assertEqual(0, deleted.returncode, deleted)
             self.assertEqual(2, deleted.stdout.count("Deleted allocation"))
             self.assertNothingLeft(rc, nodes)
+
+    def test_a_group_with_a_lease_expires_member_by_member(self) -> None:
+        """Every member carries the lease keys (SDK and command line);
+        ``expire`` releases each ended member on its own, and a member
+        renewed in time stays."""
+        rc, nodes = self.enroll(4)
+        made = self.client.allocate_group(
+            2, rc, name=targets.unique("grp"), timeout=120, lease="1s")
+        name = targets.unique("grp")
+        created = clirunner.run(
+            clirunner.STANDALONE, self.target.endpoint, "create",
+            "--resource-class", rc, "--count", "2", "--group", name,
+            "--lease", "1s", "--wait", "120", "-f", "json")
+        self.assertEqual(0, created.returncode, created)
+        members = made + self.client.list_group(name)
+        for member in members:
+            extra = dict(member.extra or {})
+            self.assertEqual("1s", extra[leases.DURATION_KEY], member)
+            self.assertIsNotNone(leases.expires_at(extra), member)
+        kept = self.client.renew_lease(str(members[-1].uuid), "1h")
+        ended = leases.expires_at(members[0].extra)
+        assert ended is not None
+        time.sleep(max(0.0, (ended - leases.utcnow()).total_seconds()) + 1.2)
+        report = self.client.expire(resource_class=rc)
+        self.assertEqual(sorted(str(m.uuid) for m in members[:-1]),
+                         sorted(str(e.allocation.uuid)
+                                for e in report.of(Outcome.RELEASED)))
+        self.assertEqual([kept.uuid], [
+            a.uuid for a in self.client.list_allocations(resource_class=rc)])
+        self.client.delete_allocation(str(kept.uuid))
+        self.assertNothingLeft(rc, nodes)
 
 
 globals().update(targets.per_target(Groups))

@@ -8,6 +8,7 @@ allocation that must wait, and releases the node a moment later.
 
 from __future__ import annotations
 
+import datetime
 import json
 import logging
 import os
@@ -17,7 +18,7 @@ import threading
 import time
 from typing import Any
 
-from baremetal_allocclient import exceptions
+from baremetal_allocclient import exceptions, leases
 from baremetal_allocclient.tests.contract import base
 from baremetal_allocclient.tests.functional import targets
 from baremetal_allocclient.v1 import queueing
@@ -66,6 +67,22 @@ class WaitingInLine(base.ContractMixin):
         # Against Ironic the client says that the order is not fair.
         self.assertEqual(not self.is_reference, unfair)
         self.assertEqual([str(got.uuid)], self._left())
+
+    def test_the_lease_starts_when_the_node_is_given(self) -> None:
+        """A 2 s lease asked for by an allocation that waits 3.5 s for
+        its node has not ended when the node is given: waiting does not
+        eat the lease (server line or client retries alike)."""
+        self._release_later(3.5)
+        got = self.client.allocate(self.rc, queue=True, timeout=60,
+                                   lease="2s")
+        served = leases.utcnow()
+        self.addCleanup(self.client.delete_allocation, str(got.uuid))
+        ends = leases.expires_at(got.extra)
+        assert ends is not None
+        self.assertGreater(ends, served, got.extra)
+        self.assertLessEqual(ends, served + datetime.timedelta(seconds=3),
+                             got.extra)
+        self.assertEqual("2s", dict(got.extra or {})[leases.DURATION_KEY])
 
     def test_budget_end_leaves_nothing_behind(self) -> None:
         started = time.monotonic()

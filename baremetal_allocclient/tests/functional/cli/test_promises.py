@@ -25,6 +25,7 @@ import testtools
 
 from baremetal_allocclient.tests.functional import targets
 from baremetal_allocclient.tests.functional.cli import _wire, clirunner
+from baremetal_allocclient.tests.functional.multiprocess import _cluster
 from baremetal_allocclient.tests.functional.server import _server
 
 #: The promise: ``--wait N`` ends within N + GRACE seconds.
@@ -231,6 +232,43 @@ class TestInterrupts(ReferencePromises):
                                     frontend=clirunner.OPENSTACK)
         self.assertEqual(143, run.code, run)
         self.assertEqual([], self.allocations(rc), run)
+
+
+class TestGroupInterrupts(ReferencePromises):
+    """``create --count 3 --group G --wait 60`` interrupted after the
+    server committed the group but before its answer arrived (the proxy
+    holds every answer): no member is left, the command says so and
+    exits as the signal would."""
+
+    HELD = 2.0
+
+    def _group_interrupted(self, signum: int) -> tuple[Run, str]:
+        rc = targets.unique("rc-group")
+        tmp = self.server.tmpdir
+        _cluster.enroll(self.server.db_url, tmp, 3, rc)
+        self.addCleanup(self.release_class, rc)
+        run = Run(self.proxy(delay=self.HELD),
+                  ["create", "--resource-class", rc, "--count", "3",
+                   "--group", targets.unique("g"), "--wait", "60"])
+        run.first_request()
+        deadline = time.monotonic() + 30
+        while len(self.allocations(rc)) < 3:  # committed, answer held
+            if time.monotonic() > deadline or run.proc.poll() is not None:
+                raise AssertionError(f"the group was not made: {run}")
+            time.sleep(0.05)
+        run.proc.send_signal(signum)
+        return run.finish(), rc
+
+    def test_sigint_and_sigterm_leave_no_member(self) -> None:
+        for (run, rc), signum in zip(in_parallel(
+                lambda: self._group_interrupted(signal.SIGINT),
+                lambda: self._group_interrupted(signal.SIGTERM)),
+                (signal.SIGINT, signal.SIGTERM), strict=True):
+            self.assertEqual(128 + signum, run.code, run)
+            self.assertEqual([], self.allocations(rc), run)
+            self.assertIn("Interrupted; the group's allocations were "
+                          "deleted", run.stderr, run)
+            self.assertNotIn("Traceback", run.stderr, run)
 
 
 class TestTtyProgress(ReferencePromises):

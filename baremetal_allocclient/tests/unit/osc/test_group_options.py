@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 from unittest import mock
 
+import testtools
+
 from baremetal_allocclient import exceptions, shell
 from baremetal_allocclient.tests.unit.osc import test_commands
 from baremetal_allocclient.v1.resources import Allocation
@@ -101,3 +103,23 @@ class GroupOptionsTest(test_commands.CommandTestCase):
     def test_list_group(self) -> None:
         self.assertEqual(0, self.run_cli("list", "--group", "g")[0])
         self.assertEqual("g", self.client.calls[0][2]["group"])
+
+
+class GroupInterruptMessageTests(testtools.TestCase):
+    """An interrupted group create never claims a clean-up it missed."""
+
+    def test_nothing_left(self) -> None:
+        from baremetal_allocclient.osc.v1 import group_options
+
+        self.assertEqual("Interrupted; the group's allocations were "
+                         "deleted\n",
+                         group_options.interrupted_message("g", ()))
+
+    def test_members_left_are_named_with_the_release_command(self) -> None:
+        from baremetal_allocclient.osc.v1 import group_options
+
+        self.assertEqual(
+            "Interrupted; allocations left: u1 u2 (release with: "
+            "baremetal-alloc delete --group g)\n",
+            group_options.interrupted_message(
+                "g", (("u1", "timeout"), ("u2", "timeout"))))

@@ -50,3 +50,25 @@ class DeadlineTests(testtools.TestCase):
         self.assertEqual(
             {"deadline": "2026-12-01T10:00:00+00:00", "position": 3},
             queue.view(NOW, 3))
+
+
+class PromiseTests(testtools.TestCase):
+    """Which free nodes a group must leave to the allocations in line."""
+
+    def test_each_in_line_gets_one_node_in_arrival_order(self) -> None:
+        self.assertEqual({1, 2}, queue.promise([1, 2, 3], [{1, 2, 3},
+                                                           {1, 2, 3}]))
+
+    def test_a_narrow_request_keeps_the_node_only_it_matches(self) -> None:
+        # Both only match node 1: one node for the first in line.
+        self.assertEqual({1}, queue.promise([1, 2], [{1}, {1}]))
+        # The first could take either; node 1 is the second's only one,
+        # so both nodes are kept for the line.
+        self.assertEqual({1, 2}, queue.promise([1, 2], [{1, 2}, {1}]))
+
+    def test_earlier_ones_are_served_first(self) -> None:
+        # One node for three in line: the first keeps it.
+        self.assertEqual({5}, queue.promise([5], [{5}, {5}, {5}]))
+
+    def test_nothing_matched_nothing_promised(self) -> None:
+        self.assertEqual(set(), queue.promise([1, 2], [set(), {7}]))
