@@ -25,7 +25,6 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import logging
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -33,8 +32,9 @@ from sqlalchemy import bindparam, select
 
 from baremetal_allocclient import leases
 from baremetal_allocclient.server.conductor import fake_hardware
+from baremetal_allocclient.server.conductor.periodic import Periodic
 from baremetal_allocclient.server.db import queries
-from baremetal_allocclient.server.db.engine import Database, is_unavailable
+from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import Allocation, Node
 from baremetal_allocclient.server.logic import node_states as ns
 from baremetal_allocclient.server.logic import release
@@ -156,8 +156,8 @@ class LeaseExpiry:
         self._hardware = hardware
         self.interval = interval
         self.undeploy = undeploy
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._periodic = Periodic("lease-expiry", interval, self.run_once,
+                                  "Lease expiry round")
         #: Deployed allocations already reported (once per process).
         self._reported: set[str] = set()
 
@@ -168,26 +168,11 @@ class LeaseExpiry:
         LOG.info("Expiring leases every %g s (deployed nodes are %s)",
                  self.interval,
                  "undeployed" if self.undeploy else "reported and left")
-        self._thread = threading.Thread(
-            target=self._loop, name="lease-expiry", daemon=True)
-        self._thread.start()
+        self._periodic.start()
 
     def stop(self) -> None:
         """Stop after the current round."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                self.run_once()
-            except Exception as exc:
-                if is_unavailable(exc):
-                    LOG.warning("Lease expiry round skipped, database "
-                                "unavailable")
-                else:
-                    LOG.exception("Lease expiry round failed")
+        self._periodic.stop()
 
     def run_once(self, now: datetime.datetime | None = None
                  ) -> list[Expired]:
@@ -196,7 +181,7 @@ class LeaseExpiry:
         moment = now or leases.utcnow()
         done: list[Expired] = []
         for uuid in list(expired_uuids(self._db, moment)):
-            if self._stop.is_set():
+            if self._periodic.stopping:
                 break
             found = expire_one(self._db, uuid, moment,
                                undeploy=self.undeploy)

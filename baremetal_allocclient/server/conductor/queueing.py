@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import datetime
 import logging
-import threading
 
+from baremetal_allocclient.server.conductor.periodic import Periodic
 from baremetal_allocclient.server.conductor.workers import AllocationWorkers
 from baremetal_allocclient.server.db import queries
-from baremetal_allocclient.server.db.engine import Database, is_unavailable
+from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import utcnow
 from baremetal_allocclient.server.logic import queue, selection
 
@@ -38,40 +38,20 @@ class QueueRounds:
         self.interval = interval
         #: Longest time in line a create may ask for.
         self.max_wait = max_wait
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._periodic = Periodic("queue", interval, self.run_once,
+                                  "Queue round")
 
     def start(self) -> None:
         """Start the rounds in a thread."""
-        self._thread = threading.Thread(target=self._loop, name="queue",
-                                        daemon=True)
-        self._thread.start()
+        self._periodic.start()
 
     def stop(self) -> None:
         """Stop after the current round."""
-        self._stop.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join()
+        self._periodic.stop()
 
     def wake(self) -> None:
         """A node may have become free: run a round now."""
-        self._wake.set()
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            self._wake.wait(self.interval)
-            self._wake.clear()
-            if self._stop.is_set():
-                return
-            try:
-                self.run_once()
-            except Exception as exc:
-                if is_unavailable(exc):
-                    LOG.warning("Queue round skipped, database unavailable")
-                else:
-                    LOG.exception("Queue round failed")
+        self._periodic.wake()
 
     def run_once(self) -> int:
         """One round; returns how many waiting allocations settled."""
@@ -81,7 +61,7 @@ class QueueRounds:
         for allocation_id, uuid, rc, deadline, created in (
             queries.queued_rows(self._db, self._workers.affinity)
         ):
-            if self._stop.is_set():
+            if self._periodic.stopping:
                 break
             if self._workers.is_inflight(allocation_id):
                 continue  # a worker has it right now

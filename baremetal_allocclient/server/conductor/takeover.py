@@ -23,15 +23,15 @@ from __future__ import annotations
 
 import datetime
 import logging
-import threading
 
 from baremetal_allocclient.server.conductor.liveness import (
     orphaned_affinities,
     takeover_plan,
 )
+from baremetal_allocclient.server.conductor.periodic import Periodic
 from baremetal_allocclient.server.conductor.workers import AllocationWorkers
 from baremetal_allocclient.server.db import conductors
-from baremetal_allocclient.server.db.engine import Database, is_unavailable
+from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import utcnow
 
 LOG = logging.getLogger(__name__)
@@ -56,8 +56,8 @@ class Takeover:
         self.me = workers.affinity
         self.timeout = datetime.timedelta(seconds=heartbeat_timeout)
         self.interval = interval
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._periodic = Periodic("takeover", interval, self.run_once,
+                                  "Take-over round")
 
     def start(self) -> None:
         """Start the periodic thread (no-op when the interval is 0)."""
@@ -69,27 +69,11 @@ class Takeover:
             "after %g s without heartbeat)", self.interval,
             self.timeout.total_seconds(),
         )
-        self._thread = threading.Thread(
-            target=self._loop, name="takeover", daemon=True
-        )
-        self._thread.start()
+        self._periodic.start()
 
     def stop(self) -> None:
         """Stop after the current round."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                self.run_once()
-            except Exception as exc:
-                if not is_unavailable(exc):
-                    LOG.exception("Take-over round failed")
-                else:
-                    LOG.warning("Take-over round skipped, database "
-                                "unavailable")
+        self._periodic.stop()
 
     def run_once(self) -> int:
         """One round; returns how many allocations were claimed."""
@@ -111,7 +95,7 @@ class Takeover:
             for allocation_id, uuid in conductors.allocating_ids(
                 self._db, dead, count
             ):
-                if self._stop.is_set():
+                if self._periodic.stopping:
                     return claimed
                 if not self._workers.try_reserve_slot():
                     return claimed
