@@ -6,12 +6,15 @@ import concurrent.futures
 import json
 import os
 import signal
+import tempfile
 import time
+import uuid as uuidlib
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import requests
 
+from baremetal_allocclient.tests.functional.multiprocess import _databases
 from baremetal_allocclient.tests.functional.server._server import (
     ServerProcess,
     run_cli,
@@ -28,6 +31,32 @@ FAST = (
 #: worker share the same PostgreSQL (max_connections 100) at the same
 #: time, so every process stays well inside its share.
 DB_CONNECTIONS = ("--db-connections", "8")
+
+
+class ClusterCase:
+    """Mixin for tests of several processes on one scratch database of
+    ``kind``: the database (schema created) and a work directory per
+    class; a fresh resource class ``rc`` and name ``prefix`` per test."""
+
+    kind: ClassVar[str]
+    db: ClassVar[_databases.ScratchDatabase]
+    workdir: ClassVar[str]
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        super().setUpClass()  # type: ignore[misc]
+        cls.db = _databases.ScratchDatabase(cls.kind)
+        cls.addClassCleanup(cls.db.drop)  # type: ignore[attr-defined]
+        tmp = tempfile.TemporaryDirectory(prefix="bm-alloc-cluster-")
+        cls.addClassCleanup(tmp.cleanup)  # type: ignore[attr-defined]
+        cls.workdir = tmp.name
+        upgrade(cls.db.url)
+
+    def setUp(self) -> None:
+        super().setUp()  # type: ignore[misc]
+        self.case: Any = self
+        self.rc = "rc-" + uuidlib.uuid4().hex[:12]
+        self.prefix = uuidlib.uuid4().hex[:6]
 
 
 def upgrade(db_url: str) -> None:

@@ -9,10 +9,7 @@ before it ended must survive.
 from __future__ import annotations
 
 import sys
-import tempfile
 import time
-import uuid
-from typing import Any, ClassVar
 
 import requests
 import testtools
@@ -20,7 +17,6 @@ import testtools
 from baremetal_allocclient import leases
 from baremetal_allocclient.tests.functional.multiprocess import (
     _cluster,
-    _databases,
 )
 from baremetal_allocclient.tests.functional.server._server import (
     ServerProcess,
@@ -46,32 +42,15 @@ def releases_in_logs(servers: dict[str, ServerProcess]
     return seen
 
 
-class _LeaseExpiryTests:
+class _LeaseExpiryTests(_cluster.ClusterCase):
     """Mixin; ``kind`` is set by the concrete classes."""
 
-    kind: ClassVar[str]
-    db: ClassVar[_databases.ScratchDatabase]
-    workdir: ClassVar[str]
-
-    @classmethod
-    def setUpClass(cls) -> None:
-        super().setUpClass()  # type: ignore[misc]
-        cls.db = _databases.ScratchDatabase(cls.kind)
-        cls.addClassCleanup(cls.db.drop)  # type: ignore[attr-defined]
-        tmp = tempfile.TemporaryDirectory(prefix="bm-alloc-leases-")
-        cls.addClassCleanup(tmp.cleanup)  # type: ignore[attr-defined]
-        cls.workdir = tmp.name
-        _cluster.upgrade(cls.db.url)
-
     def setUp(self) -> None:
-        super().setUp()  # type: ignore[misc]
-        self.case: Any = self
-        self.rc = "rc-" + uuid.uuid4().hex[:12]
-        prefix = uuid.uuid4().hex[:6]
+        super().setUp()
         _cluster.enroll(self.db.url, self.workdir, LEASED + 1, self.rc)
         self.servers = {}
         for name in ("a", "b"):
-            server = _cluster.start(self.db.url, f"{prefix}-{name}",
+            server = _cluster.start(self.db.url, f"{self.prefix}-{name}",
                                     "--expire-leases", str(INTERVAL))
             self.case.addCleanup(server.cleanup)
             self.servers[name] = server

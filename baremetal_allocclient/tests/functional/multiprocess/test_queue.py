@@ -8,10 +8,8 @@ can only hold if it holds across processes.  Queue rounds run every
 
 from __future__ import annotations
 
-import tempfile
 import time
-import uuid
-from typing import Any, ClassVar
+from typing import Any
 
 import requests
 import testtools
@@ -21,7 +19,6 @@ from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import Allocation
 from baremetal_allocclient.tests.functional.multiprocess import (
     _cluster,
-    _databases,
 )
 from baremetal_allocclient.tests.functional.server._server import (
     ServerProcess,
@@ -34,28 +31,11 @@ QUEUE_ROUNDS = ("--queue-interval", "0.2")
 SETTLE = 20.0
 
 
-class _QueueTests:
+class _QueueTests(_cluster.ClusterCase):
     """Mixin; ``kind`` is set by the concrete classes."""
 
-    kind: ClassVar[str]
-    db: ClassVar[_databases.ScratchDatabase]
-    workdir: ClassVar[str]
-
-    @classmethod
-    def setUpClass(cls) -> None:
-        super().setUpClass()  # type: ignore[misc]
-        cls.db = _databases.ScratchDatabase(cls.kind)
-        cls.addClassCleanup(cls.db.drop)  # type: ignore[attr-defined]
-        tmp = tempfile.TemporaryDirectory(prefix="bm-alloc-queue-")
-        cls.addClassCleanup(tmp.cleanup)  # type: ignore[attr-defined]
-        cls.workdir = tmp.name
-        _cluster.upgrade(cls.db.url)
-
     def setUp(self) -> None:
-        super().setUp()  # type: ignore[misc]
-        self.case: Any = self
-        self.rc = "rc-" + uuid.uuid4().hex[:12]
-        self.prefix = uuid.uuid4().hex[:6]
+        super().setUp()
         _cluster.enroll(self.db.url, self.workdir, 2, self.rc)
 
     def _start(self, name: str, *extra: str) -> ServerProcess:

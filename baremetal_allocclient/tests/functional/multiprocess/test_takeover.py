@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import signal
 import sys
-import tempfile
 import time
-import uuid
-from typing import Any, ClassVar
+from typing import Any
 
 import testtools
 from sqlalchemy import select
@@ -21,7 +19,6 @@ from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import Allocation, Conductor
 from baremetal_allocclient.tests.functional.multiprocess import (
     _cluster,
-    _databases,
 )
 from baremetal_allocclient.tests.functional.server._server import (
     ServerProcess,
@@ -35,28 +32,11 @@ SLACK = 5.0
 HELD = 20
 
 
-class _TakeoverTests:
+class _TakeoverTests(_cluster.ClusterCase):
     """Mixin; ``kind`` is set by the concrete classes."""
 
-    kind: ClassVar[str]
-    db: ClassVar[_databases.ScratchDatabase]
-    workdir: ClassVar[str]
-
-    @classmethod
-    def setUpClass(cls) -> None:
-        super().setUpClass()  # type: ignore[misc]
-        cls.db = _databases.ScratchDatabase(cls.kind)
-        cls.addClassCleanup(cls.db.drop)  # type: ignore[attr-defined]
-        tmp = tempfile.TemporaryDirectory(prefix="bm-alloc-takeover-")
-        cls.addClassCleanup(tmp.cleanup)  # type: ignore[attr-defined]
-        cls.workdir = tmp.name
-        _cluster.upgrade(cls.db.url)
-
     def setUp(self) -> None:
-        super().setUp()  # type: ignore[misc]
-        self.case: Any = self
-        self.rc = "rc-" + uuid.uuid4().hex[:12]
-        self.prefix = uuid.uuid4().hex[:6]
+        super().setUp()
         _cluster.enroll(self.db.url, self.workdir, HELD + 5, self.rc)
         self.database = Database(self.db.url)
         self.case.addCleanup(self.database.dispose)
