@@ -79,13 +79,14 @@ class LifecycleExampleTest(_DocsServer):
         self.assertIn("Group of 5 not reserved", err)
         self.assertNothingAllocated()
 
-    def test_killed_job_is_released_when_its_lease_ends(self) -> None:
-        started = os.path.join(self.workdir, "job-started")
+    def start_long_job(self, lease: str) -> subprocess.Popen[str]:
+        """ci-job.sh with a job that sleeps, in a process group of its
+        own (signalled whole, as a terminal or a CI runner does), once
+        the job runs."""
+        started = os.path.join(self.workdir, f"job-started-{lease}")
         job = f'echo "$NODE_UUIDS" > {started}.tmp; mv {started}.tmp ' \
               f'{started}; sleep 120'
-        # Its own process group: SIGKILL it whole, as a CI runner
-        # killing a job that timed out does.
-        proc = self.ci_job("2", "baremetal", "5s", "sh", "-c", job,
+        proc = self.ci_job("2", "baremetal", lease, "sh", "-c", job,
                            start_new_session=True)
         self.addCleanup(self._kill_group, proc)
         deadline = time.monotonic() + 60
@@ -93,6 +94,20 @@ class LifecycleExampleTest(_DocsServer):
             self.assertIsNone(proc.poll(), proc.stderr)
             self.assertLess(time.monotonic(), deadline)
             time.sleep(0.05)
+        return proc
+
+    def test_cancelled_job_releases_the_group_at_once(self) -> None:
+        proc = self.start_long_job("1h")
+        self.assertEqual(2, len(self.members()))
+        os.killpg(proc.pid, signal.SIGTERM)
+        _out, err = proc.communicate(timeout=60)
+        self.assertEqual(143, proc.returncode, err)
+        self.assertEqual(2, err.count("Deleted allocation"), err)
+        self.assertNothingAllocated()
+
+    def test_killed_job_is_released_when_its_lease_ends(self) -> None:
+        # SIGKILL, as a CI runner killing a job that timed out does.
+        proc = self.start_long_job("5s")
         members = self.members()
         self.assertEqual(2, len(members), members)
         ends = {m["extra"][leases.EXPIRES_KEY]  # type: ignore[index]
