@@ -1240,6 +1240,36 @@ class Client:
         found = list(self.list_allocations(group=name))
         return sorted(found, key=lambda a: (len(a.name or ""), a.name or ""))
 
+    def renew_group(
+        self, name: str, lease: datetime.timedelta | str
+    ) -> list[Allocation]:
+        """Renew the lease of every allocation of group ``name``: each one
+        now ends ``lease`` from now (the same end for every member).
+        Return the members renewed, in member order (empty: there was no
+        such group).
+
+        Raises ClientError naming the members renewed and those that could
+        not be (one that expired and was released meanwhile is NotFound)
+        after trying every member, so one failure does not cut the others'
+        leases short.
+        """
+        extra = leases.lease_extra(self._lease(lease), leases.utcnow())
+        renewed: list[Allocation] = []
+        failures: list[str] = []
+        for member in self.list_group(name):
+            try:
+                renewed.append(self.update_allocation(
+                    str(member.uuid), set_extra=extra))
+            except exceptions.ClientError as exc:
+                failures.append(f"{member.name or member.ident}: {exc}")
+        if failures:
+            raise exceptions.ClientError(
+                f"Could not renew {len(failures)} allocation(s) of group "
+                f"{name} (renewed {len(renewed)}"
+                + "".join(f", {a.name or a.ident}" for a in renewed) + "):\n  "
+                + "\n  ".join(failures))
+        return renewed
+
     def release_group(
         self, name: str, *, timeout: float | None = None
     ) -> list[str]:

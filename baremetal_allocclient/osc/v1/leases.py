@@ -20,7 +20,7 @@ from typing import Any
 from cliff import show
 
 from baremetal_allocclient import leases
-from baremetal_allocclient.osc.v1 import parsing
+from baremetal_allocclient.osc.v1 import group_options, parsing
 from baremetal_allocclient.osc.v1.allocation import (
     CommandFailed,
     _client,
@@ -56,9 +56,17 @@ class RenewLease(show.ShowOne, _Provenance):
         parser: argparse.ArgumentParser = super().get_parser(prog_name)
         parser.add_argument(
             "allocation",
+            nargs="?",
             metavar="<allocation>",
             type=parsing.non_empty,
-            help="Name or UUID of the allocation.",
+            help="Name or UUID of the allocation (or --group).",
+        )
+        parser.add_argument(
+            "--group",
+            type=group_options.group_name,
+            metavar="<name>",
+            help="Renew every allocation of this group (see create "
+            "--group) instead of one; prints one line per member renewed.",
         )
         parser.add_argument(
             "--lease",
@@ -68,6 +76,7 @@ class RenewLease(show.ShowOne, _Provenance):
             help="New length of the lease from now: 90s, 30m, 2h, 1d, "
             "1h30m... (the allocation need not have had a lease).",
         )
+        self._parser = parser
         return parser
 
     def take_action(
@@ -75,10 +84,40 @@ class RenewLease(show.ShowOne, _Provenance):
     ) -> tuple[Sequence[str], Sequence[Any]]:
         from baremetal_allocclient.osc.v1 import columns
 
+        if (parsed_args.allocation is None) == (parsed_args.group is None):
+            self._parser.error("give one allocation or --group")
+        if parsed_args.group is not None:
+            self._renew_group(parsed_args.group, parsed_args.lease)
+            return (), ()
         renewed = _client(self).renew_lease(
             parsed_args.allocation, parsed_args.lease)
         return columns.ALL, columns.row(renewed, columns.ALL,
                                         parsed_args.formatter)
+
+    def _renew_group(self, name: str, lease: datetime.timedelta) -> None:
+        """One line per member renewed; a group with no allocations, or a
+        member not renewed, fails the command."""
+        from baremetal_allocclient import exceptions
+
+        try:
+            renewed = _client(self).renew_group(name, lease)
+        except exceptions.ClientError as exc:
+            raise CommandFailed(str(exc)) from exc
+        if not renewed:
+            raise CommandFailed(f"Group {name} has no allocations")
+        for member in renewed:
+            self.app.stdout.write(
+                f"Renewed allocation {member.name} ({member.uuid}) of group "
+                f"{name}: lease ends at "
+                f"{(member.extra or {}).get(leases.EXPIRES_KEY)}\n")
+
+    def produce_output(self, parsed_args: argparse.Namespace,
+                       column_names: Sequence[str],
+                       data: Sequence[Any]) -> int:
+        if parsed_args.group is not None:
+            return 0  # the lines are written already
+        result: int = super().produce_output(parsed_args, column_names, data)
+        return result
 
 
 class ExpireLeases(_Provenance):

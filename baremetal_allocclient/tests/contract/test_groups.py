@@ -6,6 +6,7 @@ own node, or nothing left."""
 
 from __future__ import annotations
 
+import datetime
 import time
 from typing import Any
 
@@ -169,6 +170,59 @@ class Groups(base.ContractMixin):
         self.assertEqual([kept.uuid], [
             a.uuid for a in self.client.list_allocations(resource_class=rc)])
         self.client.delete_allocation(str(kept.uuid))
+        self.assertNothingLeft(rc, nodes)
+
+    def test_renew_a_group_sdk_and_both_command_lines(self) -> None:
+        """``renew_group`` / ``renew --group``: every member gets the same
+        new end, other keys of ``extra`` stay, the members renewed are
+        named; a member released meanwhile is simply not there."""
+        rc, nodes = self.enroll(3)
+        name = targets.unique("grp")
+        made = self.allocate_group(3, rc, name=name, timeout=120,
+                                   lease="1m", extra={"job": "7"})
+        first_end = leases.expires_at(made[0].extra)
+        assert first_end is not None
+        renewed = self.client.renew_group(name, "2h")
+        self.assertEqual([a.uuid for a in made], [a.uuid for a in renewed])
+        ends = set()
+        for member in renewed:
+            extra = self.target.allocation(str(member.uuid))["extra"]
+            self.assertEqual(("7", "2h"), (extra["job"],
+                                           extra[leases.DURATION_KEY]))
+            ends.add(extra[leases.EXPIRES_KEY])
+        self.assertEqual(1, len(ends), ends)
+        self.assertGreater(leases.parse_timestamp(ends.pop()),
+                           first_end + datetime.timedelta(hours=1))
+        self.client.delete_allocation(str(made[1].uuid))
+        for frontend in (clirunner.STANDALONE, clirunner.OPENSTACK):
+            result = clirunner.run(frontend, self.target.endpoint, "renew",
+                                   "--group", name, "--lease", "3h")
+            self.assertEqual(0, result.returncode, result)
+            lines = result.stdout.splitlines()
+            self.assertEqual(2, len(lines), result)
+            for line, member in zip(lines, (made[0], made[2]), strict=True):
+                self.assertTrue(line.startswith(
+                    f"Renewed allocation {member.name} ({member.uuid}) of "
+                    f"group {name}: lease ends at "), line)
+            for member in (made[0], made[2]):
+                extra = self.target.allocation(str(member.uuid))["extra"]
+                self.assertEqual("3h", extra[leases.DURATION_KEY])
+                self.assertIn(extra[leases.EXPIRES_KEY], result.stdout)
+            missing = clirunner.run(frontend, self.target.endpoint, "renew",
+                                    "--group", targets.unique("none"),
+                                    "--lease", "1h")
+            self.assertEqual(1, missing.returncode, missing)
+            self.assertIn("has no allocations", missing.stderr)
+            for args in (("--group", name), ("x", "--group", name,
+                                             "--lease", "1h")):
+                usage = clirunner.run(frontend, self.target.endpoint,
+                                      "renew", *args)
+                self.assertEqual(2, usage.returncode, usage)
+        self.assertEqual([], self.client.renew_group(targets.unique("none"),
+                                                     "1h"))
+        self.assertRaises(exceptions.InvalidArgument,
+                          self.client.renew_group, name, "0s")
+        self.client.release_group(name)
         self.assertNothingLeft(rc, nodes)
 
 

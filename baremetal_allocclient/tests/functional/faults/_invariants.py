@@ -19,6 +19,10 @@ Checked (``doc/source/fault-testing.rst``):
   the shared pure model (``baremetal_allocclient.constraints``), not by
   the server's SQL;
 - allocation UUIDs are canonical (lower case) and unique ignoring case;
+- an allocation waiting in line (``allocating`` with a queue deadline)
+  holds no node and no node names it;
+- (for the lifecycle scenarios, from the servers' logs) an allocation
+  released on lease expiry is gone and its node does not name it;
 - once settled, nothing is ``allocating`` and no node is stuck in a
   transition (``target_provision_state`` / ``target_power_state``), and
   every allocation group is whole (all its members exist, ``active``);
@@ -72,6 +76,13 @@ class AllocationRow:
     last_error: str | None
     extra: Mapping[str, Any]
     constraints: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    #: Set while (and after) the allocation waited in line.
+    queue_deadline: Any = None
+
+    @property
+    def waiting(self) -> bool:
+        """Waiting in line: allocating with a queue deadline."""
+        return self.state == "allocating" and self.queue_deadline is not None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,7 +163,8 @@ class DatabaseReader:
                        Allocation.resource_class, Allocation.traits,
                        Allocation.candidate_nodes, Allocation.owner,
                        Allocation.last_error, Allocation.extra,
-                       Allocation.constraints).where(wanted)
+                       Allocation.constraints,
+                       Allocation.queue_deadline).where(wanted)
             ).all()
         nodes = {
             int(r[0]): NodeRow(
@@ -168,7 +180,7 @@ class DatabaseReader:
                 int(r[0]), str(r[1]), r[2],
                 None if r[3] is None else int(r[3]), str(r[4]), r[5],
                 tuple(r[6] or ()), tuple(r[7] or ()), r[8], r[9],
-                dict(r[10] or {}), dict(r[11] or {}),
+                dict(r[10] or {}), dict(r[11] or {}), r[12],
             )
             for r in allocation_rows
         }
@@ -249,6 +261,50 @@ def active_holds_one_node(snapshot: Snapshot) -> list[str]:
                 f"{node.uuid}, which names allocation id "
                 f"{node.allocation_id} instead"
             )
+    return found
+
+
+def waiting_holds_no_node(snapshot: Snapshot) -> list[str]:
+    """An allocation waiting in line holds no node, and no node names
+    it: it gets one only by leaving the line (``active``)."""
+    waiting = {a.id: a for a in snapshot.allocations.values() if a.waiting}
+    found = []
+    for allocation in waiting.values():
+        if allocation.node_id is not None:
+            node = snapshot.nodes.get(allocation.node_id)
+            found.append(f"allocation {allocation.uuid} waits in line but "
+                         f"holds node "
+                         f"{node.uuid if node else allocation.node_id}")
+    for node in snapshot.nodes.values():
+        if node.allocation_id in waiting:
+            found.append(f"node {node.uuid} names allocation "
+                         f"{waiting[node.allocation_id].uuid}, which waits "
+                         f"in line")
+    return found
+
+
+def released_by_expiry_left_free(
+    snapshot: Snapshot, released: Mapping[str, str]
+) -> list[str]:
+    """Each allocation a server says it released on lease expiry
+    (allocation UUID -> node UUID, from its log) is gone, and its node
+    is not left naming it: free, or held by a later allocation."""
+    found = []
+    nodes = {n.uuid: n for n in snapshot.nodes.values()}
+    for allocation, node_uuid in sorted(released.items()):
+        if snapshot.by_uuid(allocation) is not None:
+            found.append(f"allocation {allocation} was released on lease "
+                         f"expiry but is still stored")
+        node = nodes.get(node_uuid)
+        if node is None:
+            continue
+        if node.instance_uuid == allocation:
+            found.append(f"node {node.uuid} still has instance_uuid "
+                         f"{allocation}, released on lease expiry")
+        if node.allocation_id is None and node.instance_uuid is not None:
+            found.append(f"node {node.uuid}, released on lease expiry of "
+                         f"{allocation}, holds no allocation but has "
+                         f"instance_uuid {node.instance_uuid}")
     return found
 
 
@@ -360,7 +416,7 @@ def whole_groups(snapshot: Snapshot) -> list[str]:
 
 
 STRUCTURAL = (one_holder_per_node, node_points_back, active_holds_one_node,
-              active_matches_request, canonical_uuids)
+              active_matches_request, canonical_uuids, waiting_holds_no_node)
 
 
 def violations(snapshot: Snapshot, settle: bool = True) -> list[str]:
