@@ -31,6 +31,7 @@ from baremetal_allocclient.server.api.errors import (
     ApiError,
     bad_request,
     conflict,
+    no_route,
     not_acceptable,
     not_found,
 )
@@ -771,7 +772,7 @@ def list_firmware(ctx: Context, ident: str) -> Response:
     """GET /v1/nodes/{ident}/firmware (1.86): the firmware components
     cached for the node; fake hardware reports none, as in Ironic."""
     if ctx.minor < versions.FIRMWARE_INTERFACE:
-        raise not_found("The resource could not be found.")
+        raise no_route()
     with ctx.services.db.read() as session:
         find_node(ctx, session, ident)
     return json_response({"firmware": []})

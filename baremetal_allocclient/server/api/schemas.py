@@ -328,7 +328,7 @@ def validate(
     error = jsonschema.exceptions.best_match(validator.iter_errors(instance))
     if error is None:
         return
-    message = error.message
+    message = _with_root_cause(error)
     if len(message) > MAX_MESSAGE:
         # The default message quotes the whole offending value.
         message = (
@@ -336,6 +336,22 @@ def validate(
             f"{error.validator} {error.validator_value!r:.60})"
         )
     raise bad_request(f"{prefix}: {message}")
+
+
+def _with_root_cause(error: jsonschema.ValidationError) -> str:
+    """The error's message, and for ``anyOf``/``oneOf`` the likeliest
+    cause among the alternatives, as Ironic words it."""
+    cause = None
+    current = error
+    while current.context:
+        best = jsonschema.exceptions.best_match(current.context)
+        if best is None:
+            break
+        current = best
+        cause = current.message
+    if cause is None:
+        return error.message
+    return f"{error.message}. Possible root cause: {cause}"
 
 
 def is_valid_name(value: object) -> bool:
