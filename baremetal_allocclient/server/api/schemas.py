@@ -229,6 +229,38 @@ _INTERFACES = (
 )
 
 
+#: oslo's ``bool_from_string`` (strict), which Ironic applies to the
+#: boolean fields of node bodies given as strings.
+BOOLEAN_STRINGS: dict[str, bool] = {
+    "0": False, "1": True, "f": False, "false": False, "n": False,
+    "no": False, "off": False, "on": True, "t": True, "true": True,
+    "y": True, "yes": True,
+}
+#: A node boolean: JSON boolean, null, or one of :data:`BOOLEAN_STRINGS`.
+FLEXIBLE_BOOLEAN: dict[str, Any] = {"type": ["string", "boolean", "null"]}
+#: The node fields Ironic reads as booleans.
+NODE_BOOLEANS = ("automated_clean", "disable_power_off", "maintenance",
+                 "protected", "retired")
+
+
+def node_booleans(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` with the node booleans given as strings read as Ironic
+    reads them; any other string is a 400 in Ironic's wording."""
+    result = dict(body)
+    for field in NODE_BOOLEANS:
+        value = body.get(field)
+        if not isinstance(value, str):
+            continue
+        key = value.strip().lower()
+        if key not in BOOLEAN_STRINGS:
+            acceptable = ", ".join(f"'{k}'" for k in sorted(BOOLEAN_STRINGS))
+            raise bad_request(
+                f"Invalid {field}: Unrecognized value '{value}', "
+                f"acceptable values are: {acceptable}")
+        result[field] = BOOLEAN_STRINGS[key]
+    return result
+
+
 def node_create(version: versions.Version) -> dict[str, Any]:
     """POST /v1/nodes body at this version."""
     props: dict[str, Any] = {
@@ -245,16 +277,17 @@ def node_create(version: versions.Version) -> dict[str, Any]:
         "description": {"type": ["string", "null"], "maxLength": 4096},
         "owner": _PROJECT,
         "lessee": _PROJECT,
-        "automated_clean": {"type": ["boolean", "null"]},
+        "automated_clean": FLEXIBLE_BOOLEAN,
         "conductor_group": {"type": ["string", "null"], "maxLength": 255},
-        "retired": {"type": ["boolean", "null"]},
+        "retired": FLEXIBLE_BOOLEAN,
         "retired_reason": _NULLABLE_STRING,
         "network_data": _NULLABLE_OBJECT,
         "shard": {"type": ["string", "null"], "maxLength": 255},
         "parent_node": {"type": ["string", "null"], "maxLength": 36},
         "instance_name": {"type": ["string", "null"], "minLength": 1,
                           "maxLength": 255},
-        "disable_power_off": {"type": ["boolean", "null"]},
+        "disable_power_off": FLEXIBLE_BOOLEAN,
+        "maintenance": FLEXIBLE_BOOLEAN,
     }
     for iface in _INTERFACES:
         props[iface] = _NULLABLE_STRING

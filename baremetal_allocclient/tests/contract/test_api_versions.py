@@ -263,6 +263,42 @@ class AlignedDifferences(base.ContractMixin):
                              json.loads(response.json()["error_message"]),
                              f"{method} {path} at {version}")
 
+    def test_node_booleans_as_ironic_reads_them(self) -> None:
+        """Booleans may be strings oslo reads as booleans; maintenance can
+        be set on create; other strings are a 400 in oslo's wording."""
+        created = self.target.expect(201, "POST", "/v1/nodes", {
+            "driver": "fake-hardware", "maintenance": "yes",
+            "retired": "False", "disable_power_off": "1"})
+        self.assertEqual((True, False, True), (
+            created["maintenance"], created["retired"],
+            created["disable_power_off"]))
+        patched = self.target.expect(
+            200, "PATCH", f"/v1/nodes/{created['uuid']}",
+            [{"op": "replace", "path": "/protected", "value": "off"},
+             {"op": "replace", "path": "/maintenance", "value": "off"}])
+        self.assertEqual((False, False), (patched["protected"],
+                                         patched["maintenance"]))
+        self.assertError(self.target.request(
+            "PATCH", f"/v1/nodes/{created['uuid']}",
+            [{"op": "replace", "path": "/protected", "value": "t"}]), 409,
+            f"Node {created['uuid']} can only be made protected in "
+            "provision states 'active' or 'rescue', the current state is "
+            "'enroll'")
+        acceptable = ("acceptable values are: '0', '1', 'f', 'false', 'n', "
+                      "'no', 'off', 'on', 't', 'true', 'y', 'yes'")
+        self.assertError(self.target.request(
+            "POST", "/v1/nodes", {"driver": "fake-hardware",
+                                  "retired": "maybe"}), 400,
+            "Invalid retired: Unrecognized value 'maybe', " + acceptable)
+        self.assertError(self.target.request(
+            "PATCH", f"/v1/nodes/{created['uuid']}",
+            [{"op": "replace", "path": "/retired", "value": "x"}]), 400,
+            "Invalid retired: Unrecognized value 'x', " + acceptable)
+        self.assertError(self.target.request(
+            "PATCH", f"/v1/nodes/{created['uuid']}",
+            [{"op": "replace", "path": "/extra", "value": "x"}]), 400,
+            "Schema error for patch: 'x' is not of type 'object', 'null'")
+
     def test_schema_error_names_the_possible_root_cause(self) -> None:
         node = self.target.expect(
             201, "POST", "/v1/nodes", {"driver": "fake-hardware"})["uuid"]
