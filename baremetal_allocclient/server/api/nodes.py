@@ -807,7 +807,7 @@ def set_traits(ctx: Context, ident: str) -> Response:
     """PUT /v1/nodes/{ident}/traits: replace all traits."""
     _traits_gate(ctx)
     body = ctx.json_body()
-    schemas.validate(body, schemas.TRAITS_SET, "Schema error for traits")
+    schemas.validate(body, schemas.TRAITS_SET, "Schema error for body")
     assert isinstance(body, dict)
     with ctx.services.db.write() as session:
         node = find_node(ctx, session, ident)

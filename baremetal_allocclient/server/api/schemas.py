@@ -30,9 +30,10 @@ TRAIT: dict[str, Any] = {
     "type": "string",
     "minLength": 1,
     "maxLength": TRAIT_MAX,
+    # Ironic's order, which decides the "Possible root cause" named.
     "anyOf": [
-        {"enum": sorted(STANDARD_TRAITS)},
         {"pattern": CUSTOM_TRAIT_PATTERN},
+        {"enum": sorted(STANDARD_TRAITS)},
     ],
 }
 

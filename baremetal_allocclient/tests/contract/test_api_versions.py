@@ -309,6 +309,20 @@ class AlignedDifferences(base.ContractMixin):
             response, 400, "Schema error for local_link_connection: ",
             "is not valid under any of the given schemas. Possible root "
             "cause: 'switch_id' is a required property")
+        cause = ("is not valid under any of the given schemas. Possible "
+                 "root cause: '{}' does not match '^CUSTOM_[A-Z0-9_]+$'")
+        for method, path, body, prefix, trait in (
+                ("PUT", f"/v1/nodes/{node}/traits", {"traits": ["bad one"]},
+                 "Schema error for body: ", "bad one"),
+                ("PUT", f"/v1/nodes/{node}/traits/lower", None,
+                 "Schema error for trait: ", "lower"),
+                ("POST", "/v1/allocations", {"resource_class": "x",
+                                             "traits": ["bad one"]},
+                 "Schema error: ", "bad one")):
+            self.assertEqual(
+                f"{prefix}'{trait}' {cause.format(trait)}",
+                self.assertError(self.target.request(method, path, body),
+                                 400), path)
 
 
 globals().update(targets.per_target(ApiVersionContract))
