@@ -255,8 +255,9 @@ def node_booleans(body: dict[str, Any]) -> dict[str, Any]:
         key = value.strip().lower()
         if key not in BOOLEAN_STRINGS:
             acceptable = ", ".join(f"'{k}'" for k in sorted(BOOLEAN_STRINGS))
+            shown = value if len(value) <= 80 else f"{value[:80]}..."
             raise bad_request(
-                f"Invalid {field}: Unrecognized value '{value}', "
+                f"Invalid {field}: Unrecognized value '{shown}', "
                 f"acceptable values are: {acceptable}")
         result[field] = BOOLEAN_STRINGS[key]
     return result
