@@ -37,7 +37,7 @@ from baremetal_allocclient.server.api.context import (
     Services,
     json_response,
 )
-from baremetal_allocclient.server.api.errors import ApiError
+from baremetal_allocclient.server.api.errors import ApiError, RouteError
 from baremetal_allocclient.server.db.engine import (
     CommitOutcomeUnknown,
     is_bad_data,
@@ -206,6 +206,9 @@ class Application:
             )
             handler = self._handlers[str(rule.endpoint)]
             return self._call_with_retries(handler, ctx, args), version
+        except RouteError as exc:
+            return json_response(version_error_body(
+                exc.status, exc.message, ""), exc.status), version
         except ApiError as exc:
             return json_response(
                 error_body(exc.status, exc.message), exc.status
@@ -213,14 +216,11 @@ class Application:
         except DBAPIError as exc:
             return self._database_error(request, exc), version
         except MethodNotAllowed:
-            return json_response(
-                error_body(405, "The method is not allowed for this "
-                                "resource."), 405
-            ), version
+            return json_response(version_error_body(
+                405, "Method Not Allowed", ""), 405), version
         except NotFound:
-            return json_response(
-                error_body(404, "The resource could not be found."), 404
-            ), version
+            return json_response(version_error_body(
+                404, "Not Found", ""), 404), version
         except HTTPException as exc:
             status = exc.code or 500
             return json_response(

@@ -37,6 +37,7 @@ from baremetal_allocclient.server.api.errors import (
     ApiError,
     bad_request,
     conflict,
+    no_route,
     not_acceptable,
     not_found,
 )
@@ -274,15 +275,6 @@ def create_allocation(ctx: Context) -> Response:
             # A duplicate name is left to the unique index: checking
             # first would cost every creation a query.
             _check_unique(session, given_uuid, None)
-            holder = given_uuid and session.scalar(
-                select(Node.id).where(Node.instance_uuid == given_uuid)
-            )
-            if holder:
-                # The node may belong to a project the caller cannot see:
-                # say what is wrong with the request, name nothing else.
-                raise conflict(
-                    f"UUID {uuid} is already in use as an instance UUID."
-                )
             allocation = Allocation(
                 uuid=uuid,
                 name=name,
@@ -297,6 +289,9 @@ def create_allocation(ctx: Context) -> Response:
                 queue_deadline=queue_deadline,
                 created_at=now,
             )
+            failed = _instance_in_use(session, given_uuid)
+            if failed:
+                allocation.state, allocation.last_error = queries.ERROR, failed
             queries.insert_allocation(session, allocation)
         stored = True
     except IntegrityError:
@@ -304,8 +299,11 @@ def create_allocation(ctx: Context) -> Response:
     except CommitOutcomeUnknown as exc:
         stored = _commit_resolved(ctx, exc, _stored(allocation.id, uuid))
     finally:
-        if not stored:
+        if not stored or allocation.state == queries.ERROR:
             workers.release_slot()
+    if allocation.state == queries.ERROR:
+        return _created(ctx, views.allocation_view(
+            allocation, None, ctx.base_url, ctx.minor, None))
     job = workers.job_for(allocation)
     wait = prefer.requested_wait(
         ctx.request.headers.getlist("Prefer"), ctx.services.max_prefer_wait
@@ -326,6 +324,18 @@ def create_allocation(ctx: Context) -> Response:
         permits.release()
     response.headers["Preference-Applied"] = f"wait={int(wait)}"
     return response
+
+
+def _instance_in_use(session: Session, given_uuid: str | None) -> str | None:
+    """Why an allocation whose ``uuid`` is already a node's
+    ``instance_uuid`` fails: as in Ironic, it is stored in ``error``
+    (Ironic fails it when it tries to give it a node).  The holder may
+    belong to a project the caller cannot see, so it is not named."""
+    if not given_uuid or session.scalar(
+            select(Node.id).where(Node.instance_uuid == given_uuid)) is None:
+        return None
+    return (f"Instance {given_uuid} is already associated with a node, it "
+            f"cannot be associated with another node.")
 
 
 def _with_queue(ctx: Context, allocation: Allocation,
@@ -607,7 +617,7 @@ def _node_allocation(
     ctx: Context, session: Session, node_ident: str
 ) -> Allocation:
     if ctx.minor < versions.ALLOCATIONS:
-        raise not_found("The resource could not be found.")
+        raise no_route()
     try:
         node = find_node(ctx, session, node_ident)
     except ApiError as exc:

@@ -17,6 +17,19 @@ class ApiError(Exception):
         return "Client" if self.status < 500 else "Server"
 
 
+class RouteError(ApiError):
+    """A path or method not served (at the requested version).
+
+    Ironic's web framework answers these itself, in its other error shape
+    (``{"code", "title", "description"}`` inside ``error_message``).
+    """
+
+
+def no_route() -> RouteError:
+    """404 for a path not served at the requested version."""
+    return RouteError(404, "Not Found")
+
+
 def bad_request(message: str) -> ApiError:
     """400: the request itself is invalid."""
     return ApiError(400, message)

@@ -31,6 +31,7 @@ from baremetal_allocclient.server.api.errors import (
     ApiError,
     bad_request,
     conflict,
+    no_route,
     not_acceptable,
     not_found,
 )
@@ -299,6 +300,7 @@ def create_node(ctx: Context) -> Response:
     schemas.validate(body, schemas.node_create(ctx.version),
                      "Schema error for node")
     assert isinstance(body, dict)
+    body = schemas.node_booleans(body)
     if body["driver"] != DRIVER:
         raise _driver_error(body["driver"])
     _check_interfaces(body)
@@ -333,7 +335,7 @@ def create_node(ctx: Context) -> Response:
                 driver=DRIVER,
                 resource_class=body.get("resource_class"),
                 provision_state=ns.initial_state(ctx.minor),
-                maintenance=False,
+                maintenance=bool(body.get("maintenance")),
                 owner=body.get("owner"),
                 lessee=body.get("lessee"),
                 description=body.get("description"),
@@ -382,11 +384,8 @@ def get_node(ctx: Context, ident: str) -> Response:
 def _patch_schema(ctx: Context) -> dict[str, Any]:
     props = dict(schemas.node_create(ctx.version)["properties"])
     props.update(
-        maintenance={"type": "boolean"},
-        protected={"type": "boolean"},
+        protected=schemas.FLEXIBLE_BOOLEAN,
         protected_reason={"type": ["string", "null"]},
-        retired={"type": "boolean"},
-        automated_clean={"type": ["boolean", "null"]},
     )
     return {"type": "object", "properties": props}
 
@@ -461,7 +460,8 @@ def update_node(ctx: Context, ident: str) -> Response:
         if not isinstance(after, dict):
             raise bad_request("Invalid patch: the node must stay an object")
         after = _with_defaults(after)
-        schemas.validate(after, _patch_schema(ctx), "Schema error for node")
+        schemas.validate(after, _patch_schema(ctx), "Schema error for patch")
+        after = schemas.node_booleans(after)
         changed = {k for k in _PATCHABLE if after.get(k) != before.get(k)}
         _apply_changes(session, ident, node, after, changed)
         node.updated_at = utcnow()
@@ -505,7 +505,10 @@ def _apply_changes(
     if "protected" in changed and after["protected"] and (
         node.provision_state != ns.ACTIVE
     ):
-        raise conflict("Protected can only be set in active state")
+        raise conflict(
+            f"Node {node.uuid} can only be made protected in provision "
+            f"states 'active' or 'rescue', the current state is "
+            f"'{node.provision_state}'")
     if "instance_uuid" in changed:
         _change_instance_uuid(session, node, after["instance_uuid"])
     if "parent_node" in changed:
@@ -771,7 +774,7 @@ def list_firmware(ctx: Context, ident: str) -> Response:
     """GET /v1/nodes/{ident}/firmware (1.86): the firmware components
     cached for the node; fake hardware reports none, as in Ironic."""
     if ctx.minor < versions.FIRMWARE_INTERFACE:
-        raise not_found("The resource could not be found.")
+        raise no_route()
     with ctx.services.db.read() as session:
         find_node(ctx, session, ident)
     return json_response({"firmware": []})
@@ -804,7 +807,7 @@ def set_traits(ctx: Context, ident: str) -> Response:
     """PUT /v1/nodes/{ident}/traits: replace all traits."""
     _traits_gate(ctx)
     body = ctx.json_body()
-    schemas.validate(body, schemas.TRAITS_SET, "Schema error for traits")
+    schemas.validate(body, schemas.TRAITS_SET, "Schema error for body")
     assert isinstance(body, dict)
     with ctx.services.db.write() as session:
         node = find_node(ctx, session, ident)

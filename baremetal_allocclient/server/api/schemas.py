@@ -30,9 +30,10 @@ TRAIT: dict[str, Any] = {
     "type": "string",
     "minLength": 1,
     "maxLength": TRAIT_MAX,
+    # Ironic's order, which decides the "Possible root cause" named.
     "anyOf": [
-        {"enum": sorted(STANDARD_TRAITS)},
         {"pattern": CUSTOM_TRAIT_PATTERN},
+        {"enum": sorted(STANDARD_TRAITS)},
     ],
 }
 
@@ -229,6 +230,39 @@ _INTERFACES = (
 )
 
 
+#: oslo's ``bool_from_string`` (strict), which Ironic applies to the
+#: boolean fields of node bodies given as strings.
+BOOLEAN_STRINGS: dict[str, bool] = {
+    "0": False, "1": True, "f": False, "false": False, "n": False,
+    "no": False, "off": False, "on": True, "t": True, "true": True,
+    "y": True, "yes": True,
+}
+#: A node boolean: JSON boolean, null, or one of :data:`BOOLEAN_STRINGS`.
+FLEXIBLE_BOOLEAN: dict[str, Any] = {"type": ["string", "boolean", "null"]}
+#: The node fields Ironic reads as booleans.
+NODE_BOOLEANS = ("automated_clean", "disable_power_off", "maintenance",
+                 "protected", "retired")
+
+
+def node_booleans(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` with the node booleans given as strings read as Ironic
+    reads them; any other string is a 400 in Ironic's wording."""
+    result = dict(body)
+    for field in NODE_BOOLEANS:
+        value = body.get(field)
+        if not isinstance(value, str):
+            continue
+        key = value.strip().lower()
+        if key not in BOOLEAN_STRINGS:
+            acceptable = ", ".join(f"'{k}'" for k in sorted(BOOLEAN_STRINGS))
+            shown = value if len(value) <= 80 else f"{value[:80]}..."
+            raise bad_request(
+                f"Invalid {field}: Unrecognized value '{shown}', "
+                f"acceptable values are: {acceptable}")
+        result[field] = BOOLEAN_STRINGS[key]
+    return result
+
+
 def node_create(version: versions.Version) -> dict[str, Any]:
     """POST /v1/nodes body at this version."""
     props: dict[str, Any] = {
@@ -245,16 +279,17 @@ def node_create(version: versions.Version) -> dict[str, Any]:
         "description": {"type": ["string", "null"], "maxLength": 4096},
         "owner": _PROJECT,
         "lessee": _PROJECT,
-        "automated_clean": {"type": ["boolean", "null"]},
+        "automated_clean": FLEXIBLE_BOOLEAN,
         "conductor_group": {"type": ["string", "null"], "maxLength": 255},
-        "retired": {"type": ["boolean", "null"]},
+        "retired": FLEXIBLE_BOOLEAN,
         "retired_reason": _NULLABLE_STRING,
         "network_data": _NULLABLE_OBJECT,
         "shard": {"type": ["string", "null"], "maxLength": 255},
         "parent_node": {"type": ["string", "null"], "maxLength": 36},
         "instance_name": {"type": ["string", "null"], "minLength": 1,
                           "maxLength": 255},
-        "disable_power_off": {"type": ["boolean", "null"]},
+        "disable_power_off": FLEXIBLE_BOOLEAN,
+        "maintenance": FLEXIBLE_BOOLEAN,
     }
     for iface in _INTERFACES:
         props[iface] = _NULLABLE_STRING
@@ -328,7 +363,7 @@ def validate(
     error = jsonschema.exceptions.best_match(validator.iter_errors(instance))
     if error is None:
         return
-    message = error.message
+    message = _with_root_cause(error)
     if len(message) > MAX_MESSAGE:
         # The default message quotes the whole offending value.
         message = (
@@ -336,6 +371,22 @@ def validate(
             f"{error.validator} {error.validator_value!r:.60})"
         )
     raise bad_request(f"{prefix}: {message}")
+
+
+def _with_root_cause(error: jsonschema.ValidationError) -> str:
+    """The error's message, and for ``anyOf``/``oneOf`` the likeliest
+    cause among the alternatives, as Ironic words it."""
+    cause = None
+    current = error
+    while current.context:
+        best = jsonschema.exceptions.best_match(current.context)
+        if best is None:
+            break
+        current = best
+        cause = current.message
+    if cause is None:
+        return error.message
+    return f"{error.message}. Possible root cause: {cause}"
 
 
 def is_valid_name(value: object) -> bool:

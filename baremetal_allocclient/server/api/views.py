@@ -45,6 +45,8 @@ NODE_FIELDS: tuple[tuple[str, int], ...] = (
     ("traits", 37), ("vendor_interface", 31), ("conductor", 49),
     ("allocation_uuid", 52), ("chassis_uuid", 1),
 )
+#: Ironic renders ``links`` just before the first of these fields.
+_AFTER_LINKS = frozenset({"conductor", "allocation_uuid", "chassis_uuid"})
 NODE_LIST_FIELDS = (
     "uuid", "instance_uuid", "maintenance", "power_state", "provision_state",
     "name",
@@ -168,7 +170,8 @@ def node_view(
     links = _links(base_url, f"nodes/{node.uuid}")
     result: dict[str, Any] = {}
     for name in names:
-        if name == "conductor":  # Ironic's position for links
+        # Ironic's position for links: before the first of these.
+        if name in _AFTER_LINKS and "links" not in result:
             result["links"] = links
         result[name] = values[name]
     result.setdefault("links", links)

@@ -25,7 +25,7 @@ from baremetal_allocclient.server.api.context import (
 from baremetal_allocclient.server.api.errors import (
     bad_request,
     conflict,
-    not_found,
+    no_route,
 )
 from baremetal_allocclient.server.db import queries
 from baremetal_allocclient.server.db.models import NodeVif, utcnow
@@ -39,7 +39,7 @@ ATTACH_PORT_SINCE = 67
 
 def _gate(ctx: Context) -> None:
     if ctx.minor < VIFS_SINCE:
-        raise not_found("The resource could not be found.")
+        raise no_route()
 
 
 def check_vif_id(name: str, value: str) -> None:

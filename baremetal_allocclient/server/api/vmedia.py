@@ -21,7 +21,7 @@ from baremetal_allocclient.server.api.context import (
     empty_response,
     find_node,
 )
-from baremetal_allocclient.server.api.errors import bad_request, not_found
+from baremetal_allocclient.server.api.errors import bad_request, no_route
 from baremetal_allocclient.server.db.models import utcnow
 from baremetal_allocclient.server.logic import interfaces
 
@@ -33,7 +33,7 @@ URL_SCHEMES = ("http", "https", "nfs", "cifs", "smb")
 
 def _gate(ctx: Context) -> None:
     if ctx.minor < VMEDIA_SINCE:
-        raise not_found("The resource could not be found.")
+        raise no_route()
 
 
 def _record_failure(ctx: Context, ident: str, template: str,

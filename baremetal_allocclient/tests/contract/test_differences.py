@@ -224,6 +224,43 @@ class IronicDifferences(base.ContractMixin):
         self.assertEqual(done["uuid"],
                          self.target.allocation(done["uuid"])["uuid"])
 
+    def test_remaining_node_error_wording(self) -> None:
+        """Node errors whose status or wording still differ, all 4xx.
+
+        ``DELETE /v1/nodes``: reference 405, Ironic 400 "Missing mandatory
+        parameter: node_ident".  An unknown sub-path of a node: reference 404
+        in the framework's shape, Ironic 400 "Field bogus is not a valid
+        field." (404 "Node ... could not be found." when there is no such
+        node).  ``network_data`` that is
+        not an object: both 400, Ironic "Schema error for node: ... is not
+        valid under any of the given schemas. Possible root cause: ..." on
+        create and "Invalid network_data: ..." on PATCH, the reference
+        "Schema error for node/patch: ... is not of type 'object', 'null'".
+        """
+        node = self.target.expect(
+            201, "POST", "/v1/nodes", {"driver": "fake-hardware"})["uuid"]
+        collection = self.target.request("DELETE", "/v1/nodes")
+        sub_path = self.target.request("GET", f"/v1/nodes/{node}/bogus")
+        created = self.target.request("POST", "/v1/nodes", {
+            "driver": "fake-hardware", "network_data": "x"})
+        patched = self.target.request("PATCH", f"/v1/nodes/{node}", [
+            {"op": "add", "path": "/network_data", "value": "x"}])
+        if self.is_reference:
+            self.assertError(collection, 405)
+            self.assertError(sub_path, 404)
+            self.assertError(created, 400, "Schema error for node: 'x' is "
+                             "not of type 'object', 'null'")
+            self.assertError(patched, 400, "Schema error for patch: 'x' is "
+                             "not of type 'object', 'null'")
+        else:
+            self.assertError(collection, 400, "Missing mandatory parameter: "
+                             "node_ident")
+            self.assertError(sub_path, 400, "Field bogus is not a valid "
+                             "field.")
+            self.assertError(created, 400, "Possible root cause: ")
+            self.assertError(patched, 400, "Invalid network_data: 'x' is "
+                             "not of type 'object'")
+
     def test_overlong_owner_is_400(self) -> None:
         """An owner over 255 characters: reference 400 naming the field.
 

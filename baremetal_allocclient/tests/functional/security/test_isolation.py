@@ -137,8 +137,11 @@ class IsolationTests(testtools.TestCase):
         response = self.server.request(
             "POST", "/v1/allocations",
             {"resource_class": self.rc, "uuid": instance}, auth=self.alice)
-        self.assertEqual(409, response.status_code, response.text)
-        self.assertIn("already in use", response.text)
+        # Created and failed, as in Ironic; the foreign node is not named.
+        self.assertEqual(201, response.status_code, response.text)
+        self.assertEqual("error", response.json()["state"])
+        self.assertIn(f"Instance {instance} is already associated with a "
+                      "node", response.json()["last_error"])
         self.assertNotIn(node["uuid"], response.text)
         self.assertNotIn(node["name"] or node["uuid"], response.text)
 

@@ -97,8 +97,14 @@ class _UuidCaseTests:
         found = self.expect(
             200, "GET", f"/v1/nodes?instance_uuid={instance.upper()}")
         test.assertEqual([node_lower], [n["uuid"] for n in found["nodes"]])
-        self.expect(409, "POST", "/v1/allocations",
-                    {"resource_class": rc, "uuid": instance.upper()})
+        # That instance UUID in upper case is still the node's: the
+        # allocation fails as in Ironic.
+        failed = self.expect(201, "POST", "/v1/allocations",
+                             {"resource_class": rc, "uuid": instance.upper()})
+        test.assertEqual(("error", instance), (failed["state"],
+                                               failed["uuid"]))
+        test.assertIn(f"Instance {instance} is already associated",
+                      failed["last_error"])
 
 
 class SQLiteUuidCaseTests(_UuidCaseTests, testtools.TestCase):

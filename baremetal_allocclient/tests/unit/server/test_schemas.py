@@ -80,3 +80,43 @@ class CanonicalUuidTests(testtools.TestCase):
     def test_names_are_left_alone(self) -> None:
         for name in ("Node-1", "ABC", "a1b2c3d4"):
             self.assertEqual(name, schemas.canonical_uuid(name))
+
+
+class NodeBooleanTests(testtools.TestCase):
+    """Node booleans given as strings, read as Ironic (oslo) reads them."""
+
+    def test_strings_oslo_accepts(self) -> None:
+        body = {"maintenance": " YES ", "retired": "0", "protected": "t",
+                "automated_clean": None, "disable_power_off": False,
+                "name": "true"}
+        self.assertEqual(
+            {"maintenance": True, "retired": False, "protected": True,
+             "automated_clean": None, "disable_power_off": False,
+             "name": "true"}, schemas.node_booleans(body))
+
+    def test_other_strings_are_400_with_a_bounded_echo(self) -> None:
+        error = self.assertRaises(ApiError, schemas.node_booleans,
+                                  {"retired": "x" * 5000})
+        self.assertEqual(400, error.status)
+        self.assertTrue(error.message.startswith(
+            "Invalid retired: Unrecognized value 'xxx"))
+        self.assertLess(len(error.message), 300)
+        self.assertIn("'off', 'on', 't', 'true', 'y', 'yes'", error.message)
+
+
+class RootCauseTests(testtools.TestCase):
+    """Errors of rules with alternatives name the likeliest cause."""
+
+    def test_trait_names_the_custom_pattern(self) -> None:
+        error = self.assertRaises(ApiError, schemas.validate, "lower",
+                                  schemas.TRAIT, "Schema error for trait")
+        self.assertEqual(
+            "Schema error for trait: 'lower' is not valid under any of the "
+            "given schemas. Possible root cause: 'lower' does not match "
+            "'^CUSTOM_[A-Z0-9_]+$'", error.message)
+
+    def test_no_alternatives_no_root_cause(self) -> None:
+        error = self.assertRaises(ApiError, schemas.validate, 5,
+                                  {"type": "string"})
+        self.assertEqual("Schema error: 5 is not of type 'string'",
+                         error.message)
