@@ -19,6 +19,7 @@ from baremetal_allocclient.constraints import EXPLAIN_PATH
 from baremetal_allocclient.groups import PATH as GROUPS_PATH
 from baremetal_allocclient.server.api import (
     allocations,
+    boot_mode,
     capacity,
     explain,
     extensions,
@@ -84,6 +85,9 @@ _ROUTES: list[tuple[str, str, Handler]] = [
     ("/v1/nodes/<ident>/states/provision", "PUT",
      nodes.set_provision_state),
     ("/v1/nodes/<ident>/states/power", "PUT", nodes.set_power_state),
+    ("/v1/nodes/<ident>/states/boot_mode", "PUT", boot_mode.set_boot_mode),
+    ("/v1/nodes/<ident>/states/secure_boot", "PUT",
+     boot_mode.set_secure_boot),
     ("/v1/nodes/<ident>/maintenance", "PUT", nodes.set_maintenance),
     ("/v1/nodes/<ident>/maintenance", "DELETE", nodes.unset_maintenance),
     ("/v1/nodes/<ident>/validate", "GET", nodes.validate_node),

@@ -29,6 +29,7 @@ from baremetal_allocclient.server.api.context import (
 )
 from baremetal_allocclient.server.api.errors import (
     ApiError,
+    RouteError,
     bad_request,
     conflict,
     no_route,
@@ -90,6 +91,14 @@ def _check_version_fields(ctx: Context, keys: Sequence[str]) -> None:
             continue
         if ctx.minor < _FIELD_SINCE.get(key, 1):
             raise not_acceptable()
+
+
+def _given_fields(body: dict[str, Any]) -> list[str]:
+    """The fields of a create body that Ironic's version gate sees as
+    given: any value but its empty one (``""`` for ``conductor_group``,
+    ``null`` otherwise), so ``"boot_mode": null`` is fine below 1.75."""
+    return [key for key, value in body.items()
+            if value != ("" if key == "conductor_group" else None)]
 
 
 def _parent_uuid(session: Session, node_owner: str | None,
@@ -296,7 +305,7 @@ def create_node(ctx: Context) -> Response:
     """POST /v1/nodes: a fake-hardware node in ``enroll``."""
     body = ctx.json_body()
     if isinstance(body, dict):
-        _check_version_fields(ctx, list(body))
+        _check_version_fields(ctx, _given_fields(body))
     schemas.validate(body, schemas.node_create(ctx.version),
                      "Schema error for node")
     assert isinstance(body, dict)
@@ -355,6 +364,10 @@ def create_node(ctx: Context) -> Response:
                 parent_node=parent,
                 disable_power_off=bool(body.get("disable_power_off")),
                 instance_name=body.get("instance_name"),
+                console_enabled=bool(body.get("console_enabled")),
+                boot_mode=body.get("boot_mode"),
+                secure_boot=schemas.secure_boot_value(
+                    body.get("secure_boot")),
                 **{field: body.get(field) for field in interfaces.INTERFACES},
                 created_at=now,
             )
@@ -616,24 +629,26 @@ def delete_node(ctx: Context, ident: str) -> Response:
 
 # -- states --------------------------------------------------------------
 def get_states(ctx: Context, ident: str) -> Response:
-    """GET /v1/nodes/{ident}/states."""
+    """GET /v1/nodes/{ident}/states (boot mode and secure boot from
+    1.75, as in Ironic)."""
     with ctx.services.db.read() as session:
         node = find_node(ctx, session, ident)
-        return json_response(
-            {
-                "console_enabled": False,
-                "last_error": node.last_error,
-                "power_state": node.power_state,
-                "provision_state": node.provision_state,
-                "target_power_state": node.target_power_state,
-                "target_provision_state": node.target_provision_state,
-                "provision_updated_at": views.timestamp(
-                    node.provision_updated_at
-                ),
-                "raid_config": {},
-                "target_raid_config": {},
-            }
-        )
+        states: dict[str, Any] = {
+            "console_enabled": node.console_enabled,
+            "last_error": node.last_error,
+            "power_state": node.power_state,
+            "provision_state": node.provision_state,
+            "target_power_state": node.target_power_state,
+            "target_provision_state": node.target_provision_state,
+            "provision_updated_at": views.timestamp(
+                node.provision_updated_at),
+            "raid_config": {},
+            "target_raid_config": {},
+        }
+        if ctx.minor >= versions.BOOT_MODE:
+            states.update(boot_mode=node.boot_mode,
+                          secure_boot=node.secure_boot)
+        return json_response(states)
 
 
 def set_provision_state(ctx: Context, ident: str) -> Response:
@@ -781,16 +796,25 @@ def list_firmware(ctx: Context, ident: str) -> Response:
 
 
 # -- traits --------------------------------------------------------------
-def _traits_gate(ctx: Context) -> None:
-    if ctx.minor < versions.TRAITS:
-        raise not_found("The resource could not be found.")
+def _traits_gate(ctx: Context, method: str) -> None:
+    """Below 1.37 Ironic routes ``/traits`` to the node itself: a PUT is
+    a 405, a DELETE its bare "Resource could not be found." (the GET, see
+    get_traits)."""
+    if ctx.minor >= versions.TRAITS:
+        return
+    if method == "PUT":
+        raise RouteError(405, "Method Not Allowed")
+    raise not_found("Resource could not be found.")
 
 
 def get_traits(ctx: Context, ident: str) -> Response:
-    """GET /v1/nodes/{ident}/traits."""
-    _traits_gate(ctx)
+    """GET /v1/nodes/{ident}/traits; below 1.37 Ironic reads ``traits``
+    as a field list of the node: an unknown node is its usual 404, a
+    known one a 406 (no ``traits`` field yet)."""
     with ctx.services.db.read() as session:
         node = find_node(ctx, session, ident)
+        if ctx.minor < versions.TRAITS:
+            raise not_acceptable()
         traits = queries.traits_of(session, [node.id])[node.id]
     return json_response({"traits": traits})
 
@@ -805,7 +829,7 @@ def _check_trait_count(node: Node, traits: Sequence[str]) -> None:
 
 def set_traits(ctx: Context, ident: str) -> Response:
     """PUT /v1/nodes/{ident}/traits: replace all traits."""
-    _traits_gate(ctx)
+    _traits_gate(ctx, "PUT")
     body = ctx.json_body()
     schemas.validate(body, schemas.TRAITS_SET, "Schema error for body")
     assert isinstance(body, dict)
@@ -819,7 +843,7 @@ def set_traits(ctx: Context, ident: str) -> Response:
 
 def add_trait(ctx: Context, ident: str, trait: str) -> Response:
     """PUT /v1/nodes/{ident}/traits/{trait}."""
-    _traits_gate(ctx)
+    _traits_gate(ctx, "PUT")
     schemas.validate(trait, schemas.TRAIT, "Schema error for trait")
     with ctx.services.db.write() as session:
         node = find_node(ctx, session, ident)
@@ -833,7 +857,7 @@ def add_trait(ctx: Context, ident: str, trait: str) -> Response:
 
 def remove_trait(ctx: Context, ident: str, trait: str) -> Response:
     """DELETE /v1/nodes/{ident}/traits/{trait}."""
-    _traits_gate(ctx)
+    _traits_gate(ctx, "DELETE")
     with ctx.services.db.write() as session:
         node = find_node(ctx, session, ident)
         result = session.execute(
@@ -851,7 +875,7 @@ def remove_trait(ctx: Context, ident: str, trait: str) -> Response:
 
 def remove_traits(ctx: Context, ident: str) -> Response:
     """DELETE /v1/nodes/{ident}/traits: remove all traits."""
-    _traits_gate(ctx)
+    _traits_gate(ctx, "DELETE")
     with ctx.services.db.write() as session:
         node = find_node(ctx, session, ident)
         queries.replace_traits(session, node.id, [])

@@ -22,7 +22,13 @@ from typing import Any
 
 from werkzeug.wrappers import Response
 
-from baremetal_allocclient.server.api import limits, schemas, versions, views
+from baremetal_allocclient.server.api import (
+    boot_mode,
+    limits,
+    schemas,
+    versions,
+    views,
+)
 
 _LATEST = versions.MAX_VERSION
 _ERROR_REF = {"$ref": "#/components/responses/Error"}
@@ -105,6 +111,13 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("/v1/nodes/<ident>/states/power", "PUT", "setPowerState",
               "Change the power state (admin)", 202,
               _fixed(schemas.POWER)),
+    Operation("/v1/nodes/<ident>/states/boot_mode", "PUT", "setBootMode",
+              "Change the boot mode (admin; fails on fake hardware)", 202,
+              _fixed(boot_mode.BODY)),
+    Operation("/v1/nodes/<ident>/states/secure_boot", "PUT",
+              "setSecureBoot",
+              "Change secure boot (admin; fails on fake hardware)", 202,
+              _fixed(boot_mode.BODY)),
     Operation("/v1/nodes/<ident>/maintenance", "PUT", "setMaintenance",
               "Put a node into maintenance (admin)", 202,
               _fixed(schemas.MAINTENANCE)),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import uuid as uuidlib
+from collections.abc import Sequence
 from typing import Any
 
 import jsonschema
@@ -240,15 +241,16 @@ BOOLEAN_STRINGS: dict[str, bool] = {
 #: A node boolean: JSON boolean, null, or one of :data:`BOOLEAN_STRINGS`.
 FLEXIBLE_BOOLEAN: dict[str, Any] = {"type": ["string", "boolean", "null"]}
 #: The node fields Ironic reads as booleans.
-NODE_BOOLEANS = ("automated_clean", "disable_power_off", "maintenance",
-                 "protected", "retired")
+NODE_BOOLEANS = ("automated_clean", "console_enabled", "disable_power_off",
+                 "maintenance", "protected", "retired")
 
 
-def node_booleans(body: dict[str, Any]) -> dict[str, Any]:
-    """``body`` with the node booleans given as strings read as Ironic
-    reads them; any other string is a 400 in Ironic's wording."""
+def node_booleans(body: dict[str, Any],
+                  fields: Sequence[str] = NODE_BOOLEANS) -> dict[str, Any]:
+    """``body`` with the booleans among ``fields`` given as strings read as
+    Ironic reads them; any other string is a 400 in Ironic's wording."""
     result = dict(body)
-    for field in NODE_BOOLEANS:
+    for field in fields:
         value = body.get(field)
         if not isinstance(value, str):
             continue
@@ -261,6 +263,15 @@ def node_booleans(body: dict[str, Any]) -> dict[str, Any]:
                 f"acceptable values are: {acceptable}")
         result[field] = BOOLEAN_STRINGS[key]
     return result
+
+
+def secure_boot_value(value: object) -> bool | None:
+    """``secure_boot`` as Ironic 39 stores it: its API checks only the
+    type, and its node object reads a string as Python's ``bool`` does,
+    so any non-empty string (even ``"false"``) is true."""
+    if value is None:
+        return None
+    return bool(value)
 
 
 def node_create(version: versions.Version) -> dict[str, Any]:
@@ -290,6 +301,9 @@ def node_create(version: versions.Version) -> dict[str, Any]:
                           "maxLength": 255},
         "disable_power_off": FLEXIBLE_BOOLEAN,
         "maintenance": FLEXIBLE_BOOLEAN,
+        "console_enabled": FLEXIBLE_BOOLEAN,
+        "boot_mode": {"type": ["string", "null"], "maxLength": 255},
+        "secure_boot": FLEXIBLE_BOOLEAN,
     }
     for iface in _INTERFACES:
         props[iface] = _NULLABLE_STRING

@@ -113,12 +113,10 @@ def node_view(
         "created_at": timestamp(node.created_at),
         "updated_at": timestamp(node.updated_at),
         "automated_clean": node.automated_clean,
-        # fake-hardware's management interface reports neither boot mode
-        # nor health, so Ironic leaves these null as well.
-        "boot_mode": None,
+        "boot_mode": node.boot_mode,
         "clean_step": {},
         "conductor_group": node.conductor_group,
-        "console_enabled": False,
+        "console_enabled": node.console_enabled,
         "disable_power_off": node.disable_power_off,
         "deploy_step": {},
         "description": node.description,
@@ -128,6 +126,8 @@ def node_view(
             node.driver_internal_info),
         "extra": node.extra or {},
         "fault": node.fault,
+        # fake-hardware's management interface reports no health, so
+        # Ironic leaves it null as well.
         "health": None,
         "inspection_finished_at": timestamp(node.inspection_finished_at),
         "inspection_started_at": timestamp(node.inspection_started_at),
@@ -153,7 +153,7 @@ def node_view(
         "resource_class": node.resource_class,
         "retired": node.retired,
         "retired_reason": node.retired_reason,
-        "secure_boot": None,
+        "secure_boot": node.secure_boot,
         "service_step": {},
         "shard": node.shard,
         "target_power_state": node.target_power_state,

@@ -94,6 +94,13 @@ class Node(Base):
     disable_power_off: Mapped[bool] = mapped_column(Boolean, default=False)
     #: API 1.104: the name of the instance deployed on the node.
     instance_name: Mapped[str | None] = mapped_column(String(255))
+    #: Set on create (any version); fake-hardware changes none of the three
+    #: afterwards (Ironic's node_schema(); see api/nodes.py).
+    console_enabled: Mapped[bool] = mapped_column(Boolean, default=False)
+    #: API 1.75: any string Ironic's schema takes, or NULL (unknown).
+    boot_mode: Mapped[str | None] = mapped_column(String(255))
+    #: API 1.75: NULL is unknown.
+    secure_boot: Mapped[bool | None] = mapped_column(Boolean)
     #: The ``*_interface`` fields; NULL is the default implementation
     #: (server/logic/interfaces.py).
     bios_interface: Mapped[str | None] = mapped_column(String(255))

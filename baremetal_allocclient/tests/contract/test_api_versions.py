@@ -217,6 +217,142 @@ class ApiVersionContract(base.ContractMixin):
                                   "name": wanted["name"]})
             self.assertEqual(wanted["uuid"], done["node_uuid"])
 
+    def test_create_takes_console_boot_mode_and_secure_boot(self) -> None:
+        """Ironic's node create takes the three fields and shows them back
+        (``boot_mode``/``secure_boot`` from 1.75); PATCH refuses them."""
+        created = self.target.expect(201, "POST", "/v1/nodes", {
+            "driver": "fake-hardware", "console_enabled": "yes",
+            "boot_mode": "bios", "secure_boot": True})
+        uuid = created["uuid"]
+        self.assertEqual((True, "bios", True), (
+            created["console_enabled"], created["boot_mode"],
+            created["secure_boot"]))
+        older = self.target.expect(200, "GET", f"/v1/nodes/{uuid}",
+                                   version="1.74")
+        self.assertEqual(True, older["console_enabled"])
+        self.assertNotIn("boot_mode", older)
+        states = self.target.expect(200, "GET", f"/v1/nodes/{uuid}/states")
+        self.assertEqual((True, "bios", True), (
+            states["console_enabled"], states["boot_mode"],
+            states["secure_boot"]))
+        self.assertNotIn("secure_boot", self.target.expect(
+            200, "GET", f"/v1/nodes/{uuid}/states", version="1.74"))
+        listed = self.target.expect(200, "GET", "/v1/nodes", params={
+            "fields": "uuid,boot_mode,secure_boot,console_enabled",
+            "limit": 1000})["nodes"]
+        self.assertEqual([("bios", True, True)], [
+            (n["boot_mode"], n["secure_boot"], n["console_enabled"])
+            for n in listed if n["uuid"] == uuid])
+        for field, value in (("boot_mode", "uefi"), ("secure_boot", False),
+                             ("console_enabled", False)):
+            self.assertError(self.patch(uuid, 0, **{field: value}), 400,
+                             f"Cannot patch /{field}. Only the following "
+                             "can be updated: ")
+
+    def test_create_values_and_versions_as_ironic_reads_them(self) -> None:
+        """Any boot mode string is stored; ``secure_boot`` strings are read
+        as Python's ``bool`` reads them (Ironic 39 checks only the type);
+        ``console_enabled`` strings as the other node booleans."""
+        for body, shown in (
+                ({"boot_mode": "anything"}, ("anything", None, False)),
+                ({"secure_boot": "false"}, (None, True, False)),
+                ({"secure_boot": ""}, (None, False, False)),
+                ({"console_enabled": "off"}, (None, None, False))):
+            created = self.target.expect(
+                201, "POST", "/v1/nodes", {"driver": "fake-hardware", **body})
+            self.assertEqual(shown, (created["boot_mode"],
+                                     created["secure_boot"],
+                                     created["console_enabled"]), body)
+        self.assertError(self.target.request(
+            "POST", "/v1/nodes", {"driver": "fake-hardware",
+                                  "console_enabled": "maybe"}), 400,
+            "Invalid console_enabled: Unrecognized value 'maybe'")
+        self.assertError(self.target.request(
+            "POST", "/v1/nodes", {"driver": "fake-hardware",
+                                  "secure_boot": 5}), 400,
+            "Schema error for node: 5 is not of type 'string', 'boolean', "
+            "'null'")
+        # The version gate refuses a value, not a null.
+        for body, version, status in (
+                ({"boot_mode": "uefi"}, "1.74", 406),
+                ({"secure_boot": False}, "1.74", 406),
+                ({"boot_mode": None, "secure_boot": None}, "1.74", 201),
+                ({"console_enabled": True}, "1.1", 201)):
+            response = self.target.request(
+                "POST", "/v1/nodes", {"driver": "fake-hardware", **body},
+                version=version)
+            self.assertEqual(status, response.status_code,
+                             f"{body} at {version}: {response.text}")
+
+    def test_boot_mode_changes_fail_on_fake_hardware(self) -> None:
+        """``PUT .../states/boot_mode`` and ``secure_boot`` (1.76) are
+        accepted; fake-hardware cannot do them, which ``last_error``
+        says, and the node keeps its values."""
+        uuid = self.new_node(boot_mode="bios", secure_boot=False)["uuid"]
+        missing = targets.unique("missing")
+        for path, target in (("boot_mode", "uefi"), ("secure_boot", True)):
+            self.assertError(self.target.request(
+                "PUT", f"/v1/nodes/{missing}/states/{path}",
+                {"target": target}), 404,
+                f"Node {missing} could not be found.")
+            self.assertError(self.target.request(
+                "PUT", f"/v1/nodes/{uuid}/states/{path}", {"target": target},
+                version="1.75"), 404,
+                "This endpoint is supported starting with the API version "
+                "1.76")
+        self.assertError(self.target.request(
+            "PUT", f"/v1/nodes/{uuid}/states/boot_mode", {"target": True}),
+            400, "Expected string for target: True")
+        self.assertError(self.target.request(
+            "PUT", f"/v1/nodes/{uuid}/states/boot_mode", {"target": "efi"}),
+            400, "Invalid boot mode efi requested for node. Allowed boot "
+            "modes are: bios, uefi")
+        self.assertError(self.target.request(
+            "PUT", f"/v1/nodes/{uuid}/states/secure_boot",
+            {"target": "maybe"}), 400,
+            "Invalid target: Unrecognized value 'maybe'")
+        for path, target, message in (
+                ("boot_mode", "uefi", "Failed to change boot mode to "
+                 "'uefi: Driver fake-hardware does not support "
+                 "set_boot_mode (disabled or not implemented)."),
+                ("secure_boot", "on", "Failed to change secure_boot state "
+                 "to 'True': Driver fake-hardware does not support "
+                 "set_secure_boot_state (disabled or not implemented).")):
+            response = self.target.request(
+                "PUT", f"/v1/nodes/{uuid}/states/{path}", {"target": target})
+            self.assertEqual(202, response.status_code, response.text)
+            node = self.target.wait_node(
+                uuid, lambda n, m=message: n["last_error"] == m,
+                what=f"the {path} failure")
+            self.assertEqual(("bios", False), (node["boot_mode"],
+                                               node["secure_boot"]))
+
+    def test_traits_below_1_37(self) -> None:
+        """Before 1.37 Ironic routes ``/traits`` to the node itself."""
+        uuid = self.new_node()["uuid"]
+        missing = targets.unique("missing")
+        self.assertError(self.target.request(
+            "GET", f"/v1/nodes/{missing}/traits", version="1.36"), 404,
+            f"Node {missing} could not be found.")
+        self.assertError(self.target.request(
+            "GET", f"/v1/nodes/{uuid}/traits", version="1.36"), 406)
+        for node in (missing, uuid):
+            for path in ("traits", "traits/CUSTOM_X"):
+                response = self.target.request(
+                    "PUT", f"/v1/nodes/{node}/{path}", {"traits": []},
+                    version="1.36")
+                self.assertEqual(405, response.status_code, response.text)
+                self.assertEqual(
+                    {"code": 405, "title": "Method Not Allowed",
+                     "description": ""},
+                    json.loads(response.json()["error_message"]))
+                self.assertEqual("Resource could not be found.",
+                                 self.assertError(self.target.request(
+                                     "DELETE", f"/v1/nodes/{node}/{path}",
+                                     version="1.36"), 404))
+        self.assertEqual(200, self.target.request(
+            "GET", f"/v1/nodes/{uuid}").status_code)
+
 
 class AlignedDifferences(base.ContractMixin):
     """Answers that used to differ from Ironic's and now match them."""

@@ -104,6 +104,24 @@ class NodeBooleanTests(testtools.TestCase):
         self.assertIn("'off', 'on', 't', 'true', 'y', 'yes'", error.message)
 
 
+    def test_console_enabled_is_a_node_boolean(self) -> None:
+        self.assertEqual({"console_enabled": False, "secure_boot": "no"},
+                         schemas.node_booleans({"console_enabled": "off",
+                                                "secure_boot": "no"}))
+
+    def test_only_the_given_fields(self) -> None:
+        self.assertEqual({"target": True, "retired": "x"},
+                         schemas.node_booleans({"target": "on",
+                                                "retired": "x"},
+                                               ("target",)))
+
+    def test_secure_boot_is_read_as_python_bool(self) -> None:
+        self.assertEqual(
+            [None, True, True, False, False, True],
+            [schemas.secure_boot_value(v)
+             for v in (None, "false", "0", "", False, True)])
+
+
 class RootCauseTests(testtools.TestCase):
     """Errors of rules with alternatives name the likeliest cause."""
 
