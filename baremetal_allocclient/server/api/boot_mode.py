@@ -43,7 +43,7 @@ def _target(ctx: Context) -> object:
     return (body or {}).get("target")
 
 
-def _fail_on_fake_hardware(ctx: Context, ident: str, wanted: object,
+def _fail_on_fake_hardware(ctx: Context, ident: str, invalid: str | None,
                            last_error: str) -> Response:
     """The checks Ironic makes after finding the node, then the failure
     fake-hardware reports."""
@@ -52,8 +52,8 @@ def _fail_on_fake_hardware(ctx: Context, ident: str, wanted: object,
         if ctx.minor < SINCE:
             raise not_found("This endpoint is supported starting with the "
                             f"API version 1.{SINCE}")
-        if wanted is not None:
-            raise bad_request(str(wanted))
+        if invalid is not None:
+            raise bad_request(invalid)
         if node.provision_state in _TRANSITIONING:
             raise conflict(
                 f"Node is in {node.provision_state} state. Since node is "
