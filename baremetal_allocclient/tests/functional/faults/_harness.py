@@ -36,7 +36,6 @@ from typing import Any, ClassVar
 
 import requests
 import testtools
-from sqlalchemy.engine import make_url
 from testtools.content import text_content
 
 from baremetal_allocclient.tests.functional.faults import _invariants
@@ -56,7 +55,6 @@ HEADERS = {"X-OpenStack-Ironic-API-Version": "latest"}
 #: Bounded wait for "nothing allocating, no transition running".
 SETTLE_TIMEOUT = 60.0
 _DB_ENVS = (_databases.POSTGRESQL_ENV, _databases.MYSQL_ENV)
-_DEFAULT_PORTS = {"postgresql": 5432, "mysql": 3306}
 
 
 def soak() -> bool:
@@ -325,14 +323,10 @@ class FaultCase(testtools.TestCase):
         if self.kind == "sqlite":
             self.skip_scenario("SQLite is a local file: no connection to "
                                "cut")
-        direct = make_url(self.db.url)
-        proxy = _proxy.TcpProxy((direct.host or "127.0.0.1",
-                                 direct.port or _DEFAULT_PORTS[self.kind]))
-        proxy.start()
+        proxy, url = _proxy.in_front_of(self.db.url)
         self.addCleanup(proxy.stop)
         self.addCleanup(proxy.wait_restored)
-        url = direct.set(host="127.0.0.1", port=proxy.port)
-        return proxy, url.render_as_string(hide_password=False)
+        return proxy, url
 
     def enroll(self, nodes: dict[str, dict[str, Any]]) -> dict[str, str]:
         """Enroll ``available`` nodes (name -> fields; the resource class

@@ -16,7 +16,11 @@ import contextlib
 import socket
 import threading
 
+from sqlalchemy.engine import make_url
+
 _CHUNK = 65536
+#: Where a database URL without a port points.
+DEFAULT_PORTS = {"postgresql": 5432, "mysql": 3306}
 
 
 class TcpProxy:
@@ -130,3 +134,15 @@ def _close(sock: socket.socket) -> None:
     with contextlib.suppress(OSError):
         sock.shutdown(socket.SHUT_RDWR)
     sock.close()
+
+
+def in_front_of(db_url: str) -> tuple[TcpProxy, str]:
+    """A started proxy to the database of ``db_url`` (PostgreSQL or
+    MariaDB) and the same URL through it; the caller stops the proxy."""
+    direct = make_url(db_url)
+    backend = direct.get_backend_name()
+    proxy = TcpProxy((direct.host or "127.0.0.1",
+                      direct.port or DEFAULT_PORTS[backend]))
+    proxy.start()
+    proxied = direct.set(host="127.0.0.1", port=proxy.port)
+    return proxy, proxied.render_as_string(hide_password=False)

@@ -22,7 +22,6 @@ from typing import Any, ClassVar
 import requests
 import testtools
 from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
 
 from baremetal_allocclient.tests.functional.multiprocess import (
     _cluster,
@@ -34,7 +33,6 @@ DELAY = 2  # serve --allocation-delay: the cut lands inside it
 WAIT = 5  # Prefer: wait, longer than DELAY so the wait ends during the cut
 _HEADERS = {"X-OpenStack-Ironic-API-Version": "latest",
             "Prefer": f"wait={WAIT}"}
-_DEFAULT_PORTS = {"postgresql": 5432, "mysql": 3306}
 
 
 class _CommittedCreateTests:
@@ -54,15 +52,10 @@ class _CommittedCreateTests:
         _cluster.enroll(db.url, workdir.name, 2, self.rc)
         self.direct = create_engine(db.url)
         case.addCleanup(self.direct.dispose)
-        url = make_url(db.url)
-        self.proxy = _proxy.TcpProxy(
-            (url.host or "127.0.0.1", url.port or _DEFAULT_PORTS[self.kind])
-        )
-        self.proxy.start()
+        self.proxy, proxied = _proxy.in_front_of(db.url)
         case.addCleanup(self.proxy.stop)
-        proxied = url.set(host="127.0.0.1", port=self.proxy.port)
         self.server = _cluster.start(
-            proxied.render_as_string(hide_password=False),
+            proxied,
             "commit-" + uuid.uuid4().hex[:6],
             "--allocation-delay", str(DELAY),
         )

@@ -18,7 +18,6 @@ from typing import Any, ClassVar
 
 import requests
 import testtools
-from sqlalchemy.engine import make_url
 
 from baremetal_allocclient.tests.functional.multiprocess import (
     _cluster,
@@ -30,7 +29,6 @@ from baremetal_allocclient.tests.functional.server._server import free_port
 IN_FLIGHT = 10
 OUTAGE = 6.0  # longer than the heartbeat timeout and the delay below
 _HEADERS = {"X-OpenStack-Ironic-API-Version": "latest"}
-_DEFAULT_PORTS = {"postgresql": 5432, "mysql": 3306}
 
 
 class _OutageTests:
@@ -48,16 +46,10 @@ class _OutageTests:
         self.rc = "rc-" + uuid.uuid4().hex[:12]
         _cluster.upgrade(db.url)
         _cluster.enroll(db.url, workdir.name, IN_FLIGHT + 5, self.rc)
-        direct = make_url(db.url)
-        self.proxy = _proxy.TcpProxy(
-            (direct.host or "127.0.0.1",
-             direct.port or _DEFAULT_PORTS[self.kind])
-        )
-        self.proxy.start()
+        self.proxy, proxied = _proxy.in_front_of(db.url)
         case.addCleanup(self.proxy.stop)
-        proxied = direct.set(host="127.0.0.1", port=self.proxy.port)
         self.server = _cluster.start(
-            proxied.render_as_string(hide_password=False),
+            proxied,
             "outage-" + uuid.uuid4().hex[:6], *_cluster.FAST,
             "--allocation-delay", "2",
         )
