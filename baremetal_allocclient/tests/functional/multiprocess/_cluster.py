@@ -9,7 +9,7 @@ import signal
 import tempfile
 import time
 import uuid as uuidlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import requests
@@ -45,18 +45,36 @@ class ClusterCase:
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()  # type: ignore[misc]
-        cls.db = _databases.ScratchDatabase(cls.kind)
-        cls.addClassCleanup(cls.db.drop)  # type: ignore[attr-defined]
-        tmp = tempfile.TemporaryDirectory(prefix="bm-alloc-cluster-")
-        cls.addClassCleanup(tmp.cleanup)  # type: ignore[attr-defined]
-        cls.workdir = tmp.name
-        upgrade(cls.db.url)
+        cls.db, cls.workdir = scratch(
+            cls.addClassCleanup, cls.kind)  # type: ignore[attr-defined]
 
     def setUp(self) -> None:
         super().setUp()  # type: ignore[misc]
         self.case: Any = self
         self.rc = "rc-" + uuidlib.uuid4().hex[:12]
         self.prefix = uuidlib.uuid4().hex[:6]
+
+
+def scratch(add_cleanup: Callable[..., object], kind: str
+            ) -> tuple[_databases.ScratchDatabase, str]:
+    """A scratch database of ``kind`` with the schema, and a work
+    directory; ``add_cleanup`` (a test's or a class's) removes both."""
+    db = _databases.ScratchDatabase(kind)
+    add_cleanup(db.drop)
+    tmp = tempfile.TemporaryDirectory(prefix="bm-alloc-cluster-")
+    add_cleanup(tmp.cleanup)
+    upgrade(db.url)
+    return db, tmp.name
+
+
+def fleet(add_cleanup: Callable[..., object], kind: str, nodes: int
+          ) -> tuple[_databases.ScratchDatabase, str]:
+    """:func:`scratch` with ``nodes`` available nodes enrolled in a fresh
+    resource class; (database, resource class)."""
+    db, workdir = scratch(add_cleanup, kind)
+    rc = "rc-" + uuidlib.uuid4().hex[:12]
+    enroll(db.url, workdir, nodes, rc)
+    return db, rc
 
 
 def upgrade(db_url: str) -> None:

@@ -14,7 +14,6 @@ exists once the database is back.
 from __future__ import annotations
 
 import concurrent.futures
-import tempfile
 import time
 import uuid
 from typing import Any, ClassVar
@@ -25,7 +24,6 @@ from sqlalchemy import create_engine, text
 
 from baremetal_allocclient.tests.functional.multiprocess import (
     _cluster,
-    _databases,
     _proxy,
 )
 
@@ -43,13 +41,7 @@ class _CommittedCreateTests:
     def setUp(self) -> None:
         super().setUp()  # type: ignore[misc]
         case: Any = self
-        db = _databases.ScratchDatabase(self.kind)
-        case.addCleanup(db.drop)
-        workdir = tempfile.TemporaryDirectory(prefix="bm-alloc-commit-")
-        case.addCleanup(workdir.cleanup)
-        self.rc = "rc-" + uuid.uuid4().hex[:12]
-        _cluster.upgrade(db.url)
-        _cluster.enroll(db.url, workdir.name, 2, self.rc)
+        db, self.rc = _cluster.fleet(case.addCleanup, self.kind, 2)
         self.direct = create_engine(db.url)
         case.addCleanup(self.direct.dispose)
         self.proxy, proxied = _proxy.in_front_of(db.url)

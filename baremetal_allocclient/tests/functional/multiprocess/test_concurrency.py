@@ -8,9 +8,7 @@ Exactly 500 allocations must end ``active`` on 500 different nodes and
 from __future__ import annotations
 
 import sys
-import tempfile
 import time
-import uuid
 from typing import Any, ClassVar
 
 import testtools
@@ -40,13 +38,8 @@ class _BurstTests:
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()  # type: ignore[misc]
-        cls.db = _databases.ScratchDatabase(cls.kind)
-        cls.addClassCleanup(cls.db.drop)  # type: ignore[attr-defined]
-        workdir = tempfile.TemporaryDirectory(prefix="bm-alloc-burst-")
-        cls.addClassCleanup(workdir.cleanup)  # type: ignore[attr-defined]
-        cls.rc = "rc-" + uuid.uuid4().hex[:12]
-        _cluster.upgrade(cls.db.url)
-        _cluster.enroll(cls.db.url, workdir.name, NODES, cls.rc)
+        cls.db, cls.rc = _cluster.fleet(
+            cls.addClassCleanup, cls.kind, NODES)  # type: ignore[attr-defined]
         cls.servers = {}
         for i in range(cls.processes):
             name = f"burst-{i}"

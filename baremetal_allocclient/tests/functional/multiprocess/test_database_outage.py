@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import sys
-import tempfile
 import time
 import uuid
 from typing import Any, ClassVar
@@ -21,7 +20,6 @@ import testtools
 
 from baremetal_allocclient.tests.functional.multiprocess import (
     _cluster,
-    _databases,
     _proxy,
 )
 from baremetal_allocclient.tests.functional.server._server import free_port
@@ -39,13 +37,8 @@ class _OutageTests:
     def setUp(self) -> None:
         super().setUp()  # type: ignore[misc]
         case: Any = self
-        db = _databases.ScratchDatabase(self.kind)
-        case.addCleanup(db.drop)
-        workdir = tempfile.TemporaryDirectory(prefix="bm-alloc-outage-")
-        case.addCleanup(workdir.cleanup)
-        self.rc = "rc-" + uuid.uuid4().hex[:12]
-        _cluster.upgrade(db.url)
-        _cluster.enroll(db.url, workdir.name, IN_FLIGHT + 5, self.rc)
+        db, self.rc = _cluster.fleet(case.addCleanup, self.kind,
+                                     IN_FLIGHT + 5)
         self.proxy, proxied = _proxy.in_front_of(db.url)
         case.addCleanup(self.proxy.stop)
         self.server = _cluster.start(

@@ -10,8 +10,6 @@ fault suite's invariant checker, read straight from the database.
 from __future__ import annotations
 
 import concurrent.futures
-import tempfile
-import uuid
 from typing import Any, ClassVar
 
 import requests
@@ -45,13 +43,8 @@ class _GroupRace:
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()  # type: ignore[misc]
-        cls.db = _databases.ScratchDatabase(cls.kind)
-        cls.addClassCleanup(cls.db.drop)  # type: ignore[attr-defined]
-        workdir = tempfile.TemporaryDirectory(prefix="bm-alloc-groups-")
-        cls.addClassCleanup(workdir.cleanup)  # type: ignore[attr-defined]
-        cls.rc = "rc-" + uuid.uuid4().hex[:12]
-        _cluster.upgrade(cls.db.url)
-        _cluster.enroll(cls.db.url, workdir.name, NODES, cls.rc)
+        cls.db, cls.rc = _cluster.fleet(
+            cls.addClassCleanup, cls.kind, NODES)  # type: ignore[attr-defined]
         cls.servers = []
         for i in range(2):
             server = _cluster.start(cls.db.url, f"groups-{i}")
