@@ -144,11 +144,13 @@ def write_tls(directory: str) -> TlsFiles:
 
 
 class SecureServer:
-    """One server process (temp SQLite) started with extra options."""
+    """One server process started with extra options, on a temporary
+    SQLite database unless given another database's URL."""
 
-    def __init__(self) -> None:
+    def __init__(self, db_url: str | None = None) -> None:
         self.tmpdir = tempfile.mkdtemp(prefix="bm-alloc-security-")
-        self.db_url = "sqlite:///" + os.path.join(self.tmpdir, "db.sqlite")
+        self.db_url = db_url or "sqlite:///" + os.path.join(
+            self.tmpdir, "db.sqlite")
         self.log_path = os.path.join(self.tmpdir, "server.log")
         self.port = 0
         self.scheme = "http"

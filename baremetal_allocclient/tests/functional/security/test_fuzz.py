@@ -10,14 +10,15 @@ the run the database invariants must hold: every allocation's node points
 back to it and no node is reserved twice.
 
 Deterministic (``derandomize``) and bounded: ``FUZZ_EXAMPLES`` sequences of
-2-8 requests each (override with ``BAREMETAL_ALLOC_FUZZ_EXAMPLES``).
+2-8 requests each (override with ``BAREMETAL_ALLOC_FUZZ_EXAMPLES``).  The
+same run goes against SQLite and, when CI's URL is set, MariaDB (its
+default collation, foreign project names differing only in case included).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import time
 import uuid
 from typing import Any
@@ -28,8 +29,10 @@ import testtools
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sqlalchemy import create_engine, text
 
 from baremetal_allocclient.server.api import limits, openapi, schemas
+from baremetal_allocclient.tests.functional.multiprocess import _databases
 from baremetal_allocclient.tests.functional.security import _support as sup
 
 FUZZ_EXAMPLES = int(os.environ.get("BAREMETAL_ALLOC_FUZZ_EXAMPLES", "800"))
@@ -255,8 +258,11 @@ def fuzz_request(draw: st.DrawFn, pools: Pools) -> dict[str, Any]:
 
 
 class FuzzTests(testtools.TestCase):
-    """Thousands of generated requests against one server process."""
+    """Thousands of generated requests against one server process on
+    SQLite; subclasses set ``kind`` to run on another database."""
 
+    kind = "sqlite"
+    database: _databases.ScratchDatabase
     server: sup.SecureServer
     creds: sup.Credentials
     pools: Pools
@@ -267,7 +273,9 @@ class FuzzTests(testtools.TestCase):
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        cls.server = sup.SecureServer()
+        cls.database = _databases.ScratchDatabase(cls.kind)
+        cls.addClassCleanup(cls.database.drop)
+        cls.server = sup.SecureServer(cls.database.url)
         cls.addClassCleanup(cls.server.cleanup)
         cls.creds = sup.write_credentials(cls.server.tmpdir)
         inventory = os.path.join(cls.server.tmpdir, "inventory.yaml")
@@ -348,7 +356,7 @@ class FuzzTests(testtools.TestCase):
         self.assertNotIn("Unexpected error", log)
         self.assertEqual([], sup.secrets_in(log, self.creds))
         self.assertGreaterEqual(type(self).sent, MIN_REQUESTS)
-        print(f"\nfuzz: {type(self).sent} requests, statuses "
+        print(f"\nfuzz ({self.kind}): {type(self).sent} requests, statuses "
               f"{dict(sorted(self.statuses.items()))}, "
               f"{type(self).http_time:.1f}s in HTTP, settle+check "
               f"{time.monotonic() - started:.1f}s")
@@ -399,20 +407,28 @@ class FuzzTests(testtools.TestCase):
                     node["allocation_uuid"]]["node_uuid"], node)
 
     def _check_database_invariants(self) -> None:
-        path = self.server.db_url[len("sqlite:///"):]
-        with sqlite3.connect(path) as db:
-            twice = db.execute(
+        engine = create_engine(self.server.db_url)
+        self.addCleanup(engine.dispose)
+        with engine.connect() as db:
+            twice = db.execute(text(
                 "SELECT node_id FROM allocations WHERE node_id IS NOT NULL "
-                "GROUP BY node_id HAVING COUNT(*) > 1").fetchall()
+                "GROUP BY node_id HAVING COUNT(*) > 1")).all()
             self.assertEqual([], twice)
-            mismatched = db.execute(
+            mismatched = db.execute(text(
                 "SELECT a.uuid FROM allocations a LEFT JOIN nodes n "
                 "ON n.id = a.node_id WHERE a.node_id IS NOT NULL AND "
-                "(n.id IS NULL OR n.allocation_id IS NOT a.id)").fetchall()
+                "(n.id IS NULL OR n.allocation_id IS NULL "
+                "OR n.allocation_id <> a.id)")).all()
             self.assertEqual([], mismatched)
-            dangling = db.execute(
+            dangling = db.execute(text(
                 "SELECT n.uuid FROM nodes n LEFT JOIN allocations a "
                 "ON a.id = n.allocation_id WHERE n.allocation_id IS NOT "
-                "NULL AND (a.id IS NULL OR a.node_id IS NOT n.id)"
-            ).fetchall()
+                "NULL AND (a.id IS NULL OR a.node_id IS NULL "
+                "OR a.node_id <> n.id)")).all()
             self.assertEqual([], dangling)
+
+
+class MySQLFuzzTests(FuzzTests):
+    """The same run on MariaDB (skipped when CI's URL is not set)."""
+
+    kind = "mysql"
