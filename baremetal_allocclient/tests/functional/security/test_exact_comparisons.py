@@ -80,14 +80,17 @@ class _ExactComparisonTests:
 
     # -- item 1: project isolation ---------------------------------------
 
-    def test_member_does_not_list_a_case_variant_project(self) -> None:
+    def test_member_does_not_see_a_case_variant_project(self) -> None:
         test: Any = self
         rc = "rc-" + _hex()
-        node = self.server.make_nodes(1, rc, owner=LOWER)[0]
+        owned = self.server.make_nodes(1, rc, owner=LOWER)[0]
+        leased = self.server.make_nodes(1, rc, owner="x-" + _hex(),
+                                        lessee=LOWER)[0]
         theirs = self.allocate({"resource_class": "none-" + _hex()},
                                auth=self.bob)
         for path, key, ident in (
-            ("/v1/nodes", "nodes", node["uuid"]),
+            ("/v1/nodes", "nodes", owned["uuid"]),
+            ("/v1/nodes", "nodes", leased["uuid"]),
             ("/v1/allocations", "allocations", theirs["uuid"]),
         ):
             seen = {item["uuid"] for item in self.server.expect(
