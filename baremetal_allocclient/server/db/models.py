@@ -1,7 +1,8 @@
 """Typed SQLAlchemy models: the single source of the database schema.
 
 Alembic migrations under ``migrations/versions`` create exactly this schema;
-a unit test compares both so they cannot drift apart.
+a unit test compares both so they cannot drift apart.  Every text column
+compares exactly on every database (``collation.py``).
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
-    String,
-    Text,
 )
 from sqlalchemy.dialects import mysql
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from baremetal_allocclient.server.db.collation import ExactString, ExactText
 
 
 def utcnow() -> datetime.datetime:
@@ -50,25 +51,26 @@ class Node(Base):
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    uuid: Mapped[str] = mapped_column(String(36), unique=True)
-    name: Mapped[str | None] = mapped_column(String(255), unique=True)
-    driver: Mapped[str] = mapped_column(String(255))
-    resource_class: Mapped[str | None] = mapped_column(String(80))
-    provision_state: Mapped[str] = mapped_column(String(15))
-    target_provision_state: Mapped[str | None] = mapped_column(String(15))
+    uuid: Mapped[str] = mapped_column(ExactString(36), unique=True)
+    name: Mapped[str | None] = mapped_column(ExactString(255), unique=True)
+    driver: Mapped[str] = mapped_column(ExactString(255))
+    resource_class: Mapped[str | None] = mapped_column(ExactString(80))
+    provision_state: Mapped[str] = mapped_column(ExactString(15))
+    target_provision_state: Mapped[str | None] = mapped_column(ExactString(15))
     provision_updated_at: Mapped[datetime.datetime | None] = mapped_column(
         DateTime
     )
-    power_state: Mapped[str | None] = mapped_column(String(15))
-    target_power_state: Mapped[str | None] = mapped_column(String(15))
+    power_state: Mapped[str | None] = mapped_column(ExactString(15))
+    target_power_state: Mapped[str | None] = mapped_column(ExactString(15))
     maintenance: Mapped[bool] = mapped_column(Boolean, default=False)
-    maintenance_reason: Mapped[str | None] = mapped_column(Text)
-    fault: Mapped[str | None] = mapped_column(String(255))
-    last_error: Mapped[str | None] = mapped_column(Text)
-    owner: Mapped[str | None] = mapped_column(String(255))
-    lessee: Mapped[str | None] = mapped_column(String(255))
-    description: Mapped[str | None] = mapped_column(Text)
-    instance_uuid: Mapped[str | None] = mapped_column(String(36), unique=True)
+    maintenance_reason: Mapped[str | None] = mapped_column(ExactText())
+    fault: Mapped[str | None] = mapped_column(ExactString(255))
+    last_error: Mapped[str | None] = mapped_column(ExactText())
+    owner: Mapped[str | None] = mapped_column(ExactString(255))
+    lessee: Mapped[str | None] = mapped_column(ExactString(255))
+    description: Mapped[str | None] = mapped_column(ExactText())
+    instance_uuid: Mapped[str | None] = mapped_column(
+        ExactString(36), unique=True)
     allocation_id: Mapped[int | None] = mapped_column(Integer, unique=True)
     instance_info: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     properties: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
@@ -80,42 +82,42 @@ class Node(Base):
     network_data: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     automated_clean: Mapped[bool | None] = mapped_column(Boolean)
     protected: Mapped[bool] = mapped_column(Boolean, default=False)
-    protected_reason: Mapped[str | None] = mapped_column(Text)
+    protected_reason: Mapped[str | None] = mapped_column(ExactText())
     retired: Mapped[bool] = mapped_column(Boolean, default=False)
-    retired_reason: Mapped[str | None] = mapped_column(Text)
-    conductor_group: Mapped[str] = mapped_column(String(255), default="")
+    retired_reason: Mapped[str | None] = mapped_column(ExactText())
+    conductor_group: Mapped[str] = mapped_column(ExactString(255), default="")
     #: Ironic's API 1.82 field; set here through the enroll inventory or
     #: the constraints extension (see doc/source/choosing-nodes.rst).
-    shard: Mapped[str | None] = mapped_column(String(255))
+    shard: Mapped[str | None] = mapped_column(ExactString(255))
     #: API 1.83: the UUID of this node's parent; a child node is never
     #: allocated and not listed unless asked for.
-    parent_node: Mapped[str | None] = mapped_column(String(36))
+    parent_node: Mapped[str | None] = mapped_column(ExactString(36))
     #: API 1.95: the node must never be powered off.
     disable_power_off: Mapped[bool] = mapped_column(Boolean, default=False)
     #: API 1.104: the name of the instance deployed on the node.
-    instance_name: Mapped[str | None] = mapped_column(String(255))
+    instance_name: Mapped[str | None] = mapped_column(ExactString(255))
     #: Set on create (any version); fake-hardware changes none of the three
     #: afterwards (Ironic's node_schema(); see api/nodes.py).
     console_enabled: Mapped[bool] = mapped_column(Boolean, default=False)
     #: API 1.75: any string Ironic's schema takes, or NULL (unknown).
-    boot_mode: Mapped[str | None] = mapped_column(String(255))
+    boot_mode: Mapped[str | None] = mapped_column(ExactString(255))
     #: API 1.75: NULL is unknown.
     secure_boot: Mapped[bool | None] = mapped_column(Boolean)
     #: The ``*_interface`` fields; NULL is the default implementation
     #: (server/logic/interfaces.py).
-    bios_interface: Mapped[str | None] = mapped_column(String(255))
-    boot_interface: Mapped[str | None] = mapped_column(String(255))
-    console_interface: Mapped[str | None] = mapped_column(String(255))
-    deploy_interface: Mapped[str | None] = mapped_column(String(255))
-    firmware_interface: Mapped[str | None] = mapped_column(String(255))
-    inspect_interface: Mapped[str | None] = mapped_column(String(255))
-    management_interface: Mapped[str | None] = mapped_column(String(255))
-    network_interface: Mapped[str | None] = mapped_column(String(255))
-    power_interface: Mapped[str | None] = mapped_column(String(255))
-    raid_interface: Mapped[str | None] = mapped_column(String(255))
-    rescue_interface: Mapped[str | None] = mapped_column(String(255))
-    storage_interface: Mapped[str | None] = mapped_column(String(255))
-    vendor_interface: Mapped[str | None] = mapped_column(String(255))
+    bios_interface: Mapped[str | None] = mapped_column(ExactString(255))
+    boot_interface: Mapped[str | None] = mapped_column(ExactString(255))
+    console_interface: Mapped[str | None] = mapped_column(ExactString(255))
+    deploy_interface: Mapped[str | None] = mapped_column(ExactString(255))
+    firmware_interface: Mapped[str | None] = mapped_column(ExactString(255))
+    inspect_interface: Mapped[str | None] = mapped_column(ExactString(255))
+    management_interface: Mapped[str | None] = mapped_column(ExactString(255))
+    network_interface: Mapped[str | None] = mapped_column(ExactString(255))
+    power_interface: Mapped[str | None] = mapped_column(ExactString(255))
+    raid_interface: Mapped[str | None] = mapped_column(ExactString(255))
+    rescue_interface: Mapped[str | None] = mapped_column(ExactString(255))
+    storage_interface: Mapped[str | None] = mapped_column(ExactString(255))
+    vendor_interface: Mapped[str | None] = mapped_column(ExactString(255))
     inspection_started_at: Mapped[datetime.datetime | None] = (
         mapped_column(DateTime))
     inspection_finished_at: Mapped[datetime.datetime | None] = (
@@ -135,17 +137,7 @@ class NodeTrait(Base):
     node_id: Mapped[int] = mapped_column(
         Integer, ForeignKey("nodes.id", ondelete="CASCADE"), primary_key=True
     )
-    trait: Mapped[str] = mapped_column(String(255), primary_key=True)
-
-
-#: Case-sensitive text on MySQL/MariaDB too, so exact property matches
-#: compare like Python does.
-_BINARY_KEY = String(255).with_variant(
-    mysql.VARCHAR(255, collation="utf8mb4_bin"), "mysql", "mariadb"
-)
-_BINARY_TEXT = Text().with_variant(
-    mysql.TEXT(collation="utf8mb4_bin"), "mysql", "mariadb"
-)
+    trait: Mapped[str] = mapped_column(ExactString(255), primary_key=True)
 
 
 class NodeProperty(Base):
@@ -159,8 +151,8 @@ class NodeProperty(Base):
     node_id: Mapped[int] = mapped_column(
         Integer, ForeignKey("nodes.id", ondelete="CASCADE"), primary_key=True
     )
-    key: Mapped[str] = mapped_column(_BINARY_KEY, primary_key=True)
-    text: Mapped[str | None] = mapped_column(_BINARY_TEXT)
+    key: Mapped[str] = mapped_column(ExactString(255), primary_key=True)
+    text: Mapped[str | None] = mapped_column(ExactText())
     number: Mapped[float | None] = mapped_column(Double)
 
 
@@ -181,21 +173,21 @@ class Allocation(Base):
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    uuid: Mapped[str] = mapped_column(String(36), unique=True)
-    name: Mapped[str | None] = mapped_column(String(255), unique=True)
+    uuid: Mapped[str] = mapped_column(ExactString(36), unique=True)
+    name: Mapped[str | None] = mapped_column(ExactString(255), unique=True)
     node_id: Mapped[int | None] = mapped_column(
         Integer, ForeignKey("nodes.id", ondelete="SET NULL"), index=True
     )
-    state: Mapped[str] = mapped_column(String(15))
-    last_error: Mapped[str | None] = mapped_column(Text)
-    resource_class: Mapped[str | None] = mapped_column(String(80))
+    state: Mapped[str] = mapped_column(ExactString(15))
+    last_error: Mapped[str | None] = mapped_column(ExactText())
+    resource_class: Mapped[str | None] = mapped_column(ExactString(80))
     traits: Mapped[list[str]] = mapped_column(JSON, default=list)
     candidate_nodes: Mapped[list[str]] = mapped_column(JSON, default=list)
     extra: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-    owner: Mapped[str | None] = mapped_column(String(255))
+    owner: Mapped[str | None] = mapped_column(ExactString(255))
     #: The constraints extension's document (``constraints.to_wire``).
     constraints: Mapped[dict[str, Any] | None] = mapped_column(JSON)
-    conductor_affinity: Mapped[str | None] = mapped_column(String(255))
+    conductor_affinity: Mapped[str | None] = mapped_column(ExactString(255))
     #: Set when the allocation waits in line for capacity (the queue
     #: extension): it stays ``allocating`` until then, at most.
     queue_deadline: Mapped[datetime.datetime | None] = mapped_column(
@@ -226,7 +218,7 @@ class Conductor(Base):
     __tablename__ = "conductors"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    hostname: Mapped[str] = mapped_column(String(255), unique=True)
+    hostname: Mapped[str] = mapped_column(ExactString(255), unique=True)
     online: Mapped[bool] = mapped_column(Boolean, default=True)
     heartbeat_at: Mapped[datetime.datetime] = mapped_column(PreciseDateTime)
     created_at: Mapped[datetime.datetime] = mapped_column(
@@ -241,9 +233,9 @@ class Port(Base):
     __tablename__ = "ports"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    uuid: Mapped[str] = mapped_column(String(36), unique=True)
+    uuid: Mapped[str] = mapped_column(ExactString(36), unique=True)
     #: Lower case, colon-separated (normalised before it is stored).
-    address: Mapped[str] = mapped_column(String(18), unique=True)
+    address: Mapped[str] = mapped_column(ExactString(18), unique=True)
     node_id: Mapped[int] = mapped_column(
         Integer, ForeignKey("nodes.id", ondelete="CASCADE"), index=True
     )
@@ -255,13 +247,13 @@ class Port(Base):
         JSON, default=dict
     )
     pxe_enabled: Mapped[bool] = mapped_column(Boolean, default=True)
-    physical_network: Mapped[str | None] = mapped_column(String(64))
+    physical_network: Mapped[str | None] = mapped_column(ExactString(64))
     is_smartnic: Mapped[bool] = mapped_column(Boolean, default=False)
     #: API 1.88, 1.97, 1.100, 1.101 and 1.111.
-    name: Mapped[str | None] = mapped_column(String(255), unique=True)
-    description: Mapped[str | None] = mapped_column(String(255))
-    vendor: Mapped[str | None] = mapped_column(String(32))
-    category: Mapped[str | None] = mapped_column(String(80))
+    name: Mapped[str | None] = mapped_column(ExactString(255), unique=True)
+    description: Mapped[str | None] = mapped_column(ExactString(255))
+    vendor: Mapped[str | None] = mapped_column(ExactString(32))
+    category: Mapped[str | None] = mapped_column(ExactString(80))
     available_for_dynamic_portgroup: Mapped[bool] = mapped_column(
         Boolean, default=True)
     created_at: Mapped[datetime.datetime] = mapped_column(
@@ -278,7 +270,7 @@ class NodeVif(Base):
     node_id: Mapped[int] = mapped_column(
         Integer, ForeignKey("nodes.id", ondelete="CASCADE"), primary_key=True
     )
-    vif_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    vif_id: Mapped[str] = mapped_column(ExactString(255), primary_key=True)
     created_at: Mapped[datetime.datetime] = mapped_column(
         DateTime, default=utcnow
     )

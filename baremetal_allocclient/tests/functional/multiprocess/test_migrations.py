@@ -1,8 +1,9 @@
 """Migrations and the per-database code paths on each database.
 
 The schema must come out identical to the models on SQLite, PostgreSQL
-and MariaDB (utf8mb4), and the dialect-specific pieces (the database
-clock, the take-over compare-and-set, row locks) must work on each.
+and MariaDB (utf8mb4, every text column exact: binary and NO PAD), and
+the dialect-specific pieces (the database clock, the take-over
+compare-and-set, row locks) must work on each.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from baremetal_allocclient.server.db.models import (
     Conductor,
     Node,
     NodeProperty,
+    NodeTrait,
     utcnow,
 )
 from baremetal_allocclient.tests.functional.multiprocess import _databases
@@ -62,7 +64,7 @@ class _MigrationTests:
         self.db.upgrade()
         current, head = self.db.schema_revisions()
         case.assertEqual(head, current)
-        case.assertEqual("0011_node_boot_console", head)
+        case.assertEqual("0012_exact_collation", head)
         with self.db.engine.connect() as conn:
             diff = compare_metadata(MigrationContext.configure(conn),
                                     Base.metadata)
@@ -227,6 +229,135 @@ class _MigrationTests:
                 .order_by(NodeProperty.key)).all()
         case.assertEqual([("cpu_arch", "x86_64", None), ("cpus", "8", 8.0)],
                          [tuple(row) for row in rows])
+
+
+    def test_text_compares_exactly(self) -> None:
+        """Names differing in case or a trailing space are two nodes, and
+        an equality matches one of them (issue 20)."""
+        case: Any = self
+        names = ["Exact-" + uuid.uuid4().hex[:6]]
+        names += [names[0].lower(), names[0].lower() + " "]
+        with self.db.write() as session:
+            for name in names:
+                session.add(Node(uuid=str(uuid.uuid4()), name=name,
+                                 driver="fake-hardware",
+                                 provision_state="enroll",
+                                 created_at=utcnow()))
+        with self.db.read() as session:
+            for name in names:
+                case.assertEqual([name], list(session.scalars(
+                    select(Node.name).where(Node.name == name))))
+
+    def _collations(self, db: Database) -> dict[tuple[str, str], str]:
+        """(table, column) -> collation of every text column but alembic's
+        own and the JSON documents, which SQL never compares (MariaDB
+        gives JSON ``utf8mb4_bin`` on create; 0012 converts them too)."""
+        documents = {(table.name, col.name)
+                     for table in Base.metadata.tables.values()
+                     for col in table.columns if isinstance(col.type, JSON)}
+        with db.engine.connect() as conn:
+            rows = conn.exec_driver_sql(
+                "SELECT TABLE_NAME, COLUMN_NAME, COLLATION_NAME FROM "
+                "information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
+                "AND COLLATION_NAME IS NOT NULL "
+                "AND TABLE_NAME <> 'alembic_version'").all()
+        return {(table, name): collation for table, name, collation in rows
+                if (table, name) not in documents}
+
+    def _table_collations(self, db: Database) -> set[str]:
+        with db.engine.connect() as conn:
+            return set(conn.exec_driver_sql(
+                "SELECT TABLE_COLLATION FROM information_schema.TABLES "
+                "WHERE TABLE_SCHEMA = DATABASE() "
+                "AND TABLE_NAME <> 'alembic_version'").scalars())
+
+    def _skip_unless_mysql_family(self) -> None:
+        if self.db.engine.dialect.name not in ("mysql", "mariadb"):
+            case: Any = self
+            case.skipTest("text compares exactly on SQLite and PostgreSQL")
+
+    def test_every_text_column_and_table_is_binary_no_pad(self) -> None:
+        """Also the tables' default, so columns a later migration adds
+        are exact too; ``create_all`` gives the columns the same."""
+        self._skip_unless_mysql_family()
+        case: Any = self
+        migrated = self._collations(self.db)
+        case.assertIn(("node_properties", "key"), migrated)
+        case.assertEqual({"utf8mb4_nopad_bin"}, set(migrated.values()))
+        case.assertEqual({"utf8mb4_nopad_bin"},
+                         self._table_collations(self.db))
+        scratch = _databases.ScratchDatabase("mysql")
+        case.addCleanup(scratch.drop)
+        other = Database(self.url().replace(self.scratch.name, scratch.name))
+        case.addCleanup(other.dispose)
+        Base.metadata.create_all(other.engine)
+        case.assertEqual(migrated, self._collations(other))
+
+    def test_0012_converts_an_existing_database_and_keeps_rows(
+            self) -> None:
+        """A database made at 0011 (the database's default collation)
+        gets the exact collation and keeps every row; the downgrade
+        restores the old collations."""
+        self._skip_unless_mysql_family()
+        case: Any = self
+        with self.db.engine.begin() as conn:
+            command.downgrade(self.db._alembic_config(conn),
+                              "0011_node_boot_console")
+        case.assertEqual({"utf8mb4_general_ci"},
+                         self._table_collations(self.db))
+        before = self._filled_0011()
+        case.assertEqual({"ports", "node_vifs"},
+                         {name for name, rows in before.items() if not rows})
+        case.assertEqual({"utf8mb4_general_ci"},
+                         set(self._collations(self.db).values())
+                         - {"utf8mb4_bin"})
+        self.db.upgrade()
+        case.assertEqual("0012_exact_collation",
+                         self.db.schema_revisions()[0])
+        case.assertEqual({"utf8mb4_nopad_bin"},
+                         set(self._collations(self.db).values()))
+        case.assertEqual(before, self._all_rows())
+        with self.db.engine.begin() as conn:
+            command.downgrade(self.db._alembic_config(conn),
+                              "0011_node_boot_console")
+        old = self._collations(self.db)
+        case.assertEqual("utf8mb4_bin", old.pop(("node_properties", "key")))
+        case.assertEqual("utf8mb4_bin", old.pop(("node_properties", "text")))
+        case.assertEqual({"utf8mb4_general_ci"}, set(old.values()))
+        case.assertEqual(before, self._all_rows())
+        self.db.upgrade()
+
+    def _filled_0011(self) -> dict[str, list[tuple[Any, ...]]]:
+        """Rows in every table (0011's columns are the models'), as the
+        old collation stored them."""
+        with self.db.write() as session:
+            node = Node(uuid=str(uuid.uuid4()), name="Node-Old",
+                        driver="fake-hardware", provision_state="available",
+                        owner="Team-A", lessee="team-b ",
+                        resource_class="RC1",
+                        properties={"cpu_arch": "x86_64 "},
+                        created_at=utcnow())
+            session.add(node)
+            session.flush()
+            session.add(NodeTrait(node_id=node.id, trait="CUSTOM_A"))
+            session.add(Allocation(
+                uuid=str(uuid.uuid4()), name="Alloc-Old", state="active",
+                resource_class="RC1", owner="Team-A", node_id=node.id,
+                traits=["CUSTOM_A"], candidate_nodes=[], extra={"k": "v"},
+                created_at=utcnow()))
+        conductors.register(self.db, "Conductor-Old",
+                            datetime.timedelta(seconds=60))
+        return self._all_rows()
+
+    def _all_rows(self) -> dict[str, list[tuple[Any, ...]]]:
+        tables = ("nodes", "node_traits", "node_properties", "allocations",
+                  "conductors", "ports", "node_vifs")
+        found = {}
+        with self.db.engine.connect() as conn:
+            for name in tables:
+                rows = conn.exec_driver_sql(f"SELECT * FROM {name}")
+                found[name] = sorted((tuple(row) for row in rows), key=repr)
+        return found
 
 
 class SQLiteMigrationTests(_MigrationTests, testtools.TestCase):

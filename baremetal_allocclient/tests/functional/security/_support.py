@@ -46,8 +46,10 @@ class Credentials:
         return user, self.passwords[user]
 
 
-def write_credentials(directory: str) -> Credentials:
-    """admin (admin), alice (proj-a), bob (proj-b), carol (no role)."""
+def write_credentials(directory: str, project_a: str = PROJECT_A,
+                      project_b: str = PROJECT_B) -> Credentials:
+    """admin (admin), alice (``project_a``), bob (``project_b``), carol
+    (no role)."""
     passwords = {
         user: f"pw-{user}-{secrets.token_hex(8)}"
         for user in (ADMIN, ALICE, BOB, CAROL)
@@ -65,8 +67,8 @@ def write_credentials(directory: str) -> Credentials:
     with open(projects, "w", encoding="utf-8") as stream:
         yaml.safe_dump({"users": {
             ADMIN: {"roles": ["admin"]},
-            ALICE: {"project": PROJECT_A, "roles": ["member"]},
-            BOB: {"project": PROJECT_B, "roles": ["member"]},
+            ALICE: {"project": project_a, "roles": ["member"]},
+            BOB: {"project": project_b, "roles": ["member"]},
         }}, stream)
     return Credentials(htpasswd, projects, passwords)
 

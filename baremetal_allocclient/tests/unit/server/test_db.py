@@ -50,6 +50,24 @@ class SchemaTests(DbTestCase):
                 dialect=make_url(url).get_dialect()()))
             self.assertIn("heartbeat_at DATETIME(6) NOT NULL", ddl, url)
 
+    def test_text_columns_are_binary_no_pad_on_mariadb_and_mysql(
+            self) -> None:
+        """MariaDB's ``utf8mb4_bin`` pads trailing spaces; MySQL 8 has no
+        ``utf8mb4_nopad_bin`` (a ``mysql://`` URL to MariaDB is told
+        apart when it connects, tests/functional/multiprocess)."""
+        for url, collation in (
+            ("mariadb+pymysql://", "utf8mb4_nopad_bin"),
+            ("mysql+pymysql://", "utf8mb4_0900_bin"),
+        ):
+            ddl = str(CreateTable(Node.__table__).compile(
+                dialect=make_url(url).get_dialect()()))
+            for column in ("owner VARCHAR(255)", "resource_class VARCHAR(80)",
+                           "description TEXT"):
+                self.assertIn(f"{column} COLLATE {collation}", ddl, url)
+        ddl = str(CreateTable(Node.__table__).compile(
+            dialect=make_url("postgresql://").get_dialect()()))
+        self.assertNotIn("COLLATE", ddl)
+
 
 class ReservationTests(DbTestCase):
     def setUp(self) -> None:
