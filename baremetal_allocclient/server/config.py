@@ -65,8 +65,9 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
 def _flag_settings(option: Option) -> dict[str, Any]:
     opt = option.opt
     name = "DEFAULT" if option.group == "DEFAULT" else option.group
-    text = (f"{opt.help} (default: {sample_default(opt)}; config: "
-            f"[{name}] {opt.name})").replace("%", "%%")
+    text = (f"{opt.help}{_choices_text(opt)} (default: "
+            f"{sample_default(opt)}; config: [{name}] {opt.name})"
+            ).replace("%", "%%")
     settings: dict[str, Any] = {
         "dest": option.dest, "default": argparse.SUPPRESS, "help": text,
     }
@@ -81,6 +82,13 @@ def _flag_settings(option: Option) -> dict[str, Any]:
         settings["metavar"] = _METAVARS.get(type(opt.type), "VALUE")
     settings.update(option.cli)
     return settings
+
+
+def _choices_text(opt: cfg.Opt) -> str:
+    choices = getattr(opt.type, "choices", None) or {}
+    described = [f"{value}: {text}" for value, text in choices.items()
+                 if text]
+    return " Values: " + "; ".join(described) + "." if described else ""
 
 
 def _converter(opt: cfg.Opt) -> Callable[[str], Any]:

@@ -13,7 +13,7 @@ class Seconds(types.Float):
     """A finite number of seconds; zero only when ``zero_ok``."""
 
     def __init__(self, zero_ok: bool = False) -> None:
-        super().__init__(type_name="seconds")
+        super().__init__(type_name="number of seconds")
         self.zero_ok = zero_ok
 
     def __call__(self, value: Any) -> float:
@@ -37,7 +37,7 @@ class Count(types.Integer):
     """A whole number, at least ``minimum`` (0 or 1)."""
 
     def __init__(self, minimum: int = 1) -> None:
-        super().__init__(type_name="integer")
+        super().__init__(type_name="integer value")
         self.minimum = minimum
 
     def __call__(self, value: Any) -> int:

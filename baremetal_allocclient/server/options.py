@@ -21,7 +21,23 @@ from baremetal_allocclient.server.option_types import Count, Seconds
 SERVE = ("serve",)
 ALL = ("serve", "db upgrade", "enroll")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
-AUTH_STRATEGIES = ("noauth", "http_basic")
+_LEVEL_CHOICES = [
+    ("DEBUG", "everything, SQL migrations included"),
+    ("INFO", "start, stop and each allocation's outcome"),
+    ("WARNING", "only what an operator should look at"),
+    ("ERROR", "only failures"),
+]
+_AUTH_CHOICES = [
+    ("noauth", "no authentication; loopback addresses only unless "
+               "allow_unauthenticated_remote_access is set"),
+    ("http_basic", "HTTP Basic authentication against "
+                   "http_basic_auth_user_file"),
+]
+_BACKEND_CHOICES = [
+    ("database", "select and claim nodes in SQL"),
+    ("placement", "claim through an OpenStack Placement service kept in "
+                  "step with the nodes (see [placement])"),
+]
 DEFAULT_PLACEMENT_PROJECT = "baremetal-alloc"
 DEFAULT_PLACEMENT_USER = "baremetal-alloc-server"
 
@@ -54,11 +70,11 @@ def _option(group: str, opt: cfg.Opt, dest: str | None = None,
 def _default_group() -> list[Option]:
     return [
         _option("DEFAULT", cfg.StrOpt(
-            "log_level", default="INFO", choices=LOG_LEVELS,
+            "log_level", default="INFO", choices=_LEVEL_CHOICES,
             help="Logging threshold."), commands=ALL),
         _option("DEFAULT", cfg.StrOpt(
-            "auth_strategy", default="noauth", choices=AUTH_STRATEGIES,
-            help="noauth (loopback addresses only) or http_basic.")),
+            "auth_strategy", default="noauth", choices=_AUTH_CHOICES,
+            help="How API users authenticate.")),
         _option("DEFAULT", cfg.StrOpt(
             "http_basic_auth_user_file",
             help="Apache htpasswd file with bcrypt entries (http_basic)."),
@@ -73,10 +89,8 @@ def _default_group() -> list[Option]:
             help="Allow noauth on a non-loopback address: anyone who can "
                  "reach the port controls every node.")),
         _option("DEFAULT", cfg.StrOpt(
-            "backend", default="database", choices=("database", "placement"),
-            help="Where nodes are selected and claimed. database: SQL only; "
-                 "placement: claim through an OpenStack Placement service "
-                 "kept in step with the nodes.")),
+            "backend", default="database", choices=_BACKEND_CHOICES,
+            help="Where nodes are selected and claimed.")),
     ]
 
 
@@ -113,10 +127,9 @@ def _database_group() -> list[Option]:
             "connection", secret=True,
             sample_default="sqlite:///$XDG_STATE_HOME/baremetal-allocclient"
                            "/server.sqlite",
-            help="SQLAlchemy database URL (default: an SQLite file in "
-                 "$XDG_STATE_HOME/baremetal-allocclient/). A URL with a "
-                 "password is refused on the command line; put the "
-                 "password in password_file."),
+            help="SQLAlchemy database URL. A URL with a password is "
+                 "refused on the command line; put the password in "
+                 "password_file."),
             dest="db", flag="--db", commands=ALL, metavar="URL"),
         _option("database", cfg.StrOpt(
             "password_file",
