@@ -73,11 +73,9 @@ def _flag_settings(option: Option) -> dict[str, Any]:
     }
     if isinstance(opt, cfg.BoolOpt):
         settings["action"] = "store_true"
-    elif option.refused_on_cli:
-        settings["type"] = _refuse(option)
     elif choices := getattr(opt.type, "choices", None):
         settings["choices"] = list(choices)
-    else:
+    elif not option.refused_on_cli:
         settings["type"] = _converter(opt)
         settings["metavar"] = _METAVARS.get(type(opt.type), "VALUE")
     settings.update(option.cli)
@@ -100,14 +98,16 @@ def _converter(opt: cfg.Opt) -> Callable[[str], Any]:
     return convert
 
 
-def _refuse(option: Option) -> Callable[[str], Any]:
-    def refuse(_value: str) -> Any:
-        raise argparse.ArgumentTypeError(
-            f"refused on the command line, where every local user can "
-            f"read it (ps); set [{option.group}] {option.opt.name} or "
-            f"{option.opt.name}_file in a --config-file, or the "
-            f"environment variable {_env_name(option)}")
-    return refuse
+def _refuse_secrets_on_cli(args: argparse.Namespace,
+                           options: list[Option]) -> None:
+    for option in options:
+        if option.refused_on_cli and hasattr(args, option.dest):
+            raise ConfigError(
+                f"{option.flag} is refused: every local user can read the "
+                f"command line (ps); set [{option.group}] "
+                f"{option.opt.name}_file or {option.opt.name} in a "
+                f"--config-file, or the environment variable "
+                f"{_env_name(option)}")
 
 
 def _env_name(option: Option) -> str:
@@ -118,6 +118,7 @@ def load(args: argparse.Namespace, command: str) -> argparse.Namespace:
     """Every option of ``command`` resolved, secrets read, as
     attributes named by :attr:`Option.dest`."""
     options = [o for o in OPTIONS if command in o.commands]
+    _refuse_secrets_on_cli(args, options)
     _refuse_password_in_cli_url(args)
     conf = _read(options, getattr(args, "config_file", None))
     resolved = argparse.Namespace(command=args.command)
