@@ -241,7 +241,7 @@ def _serve(db: object, args: argparse.Namespace) -> int:
     expiry = LeaseExpiry(db, hardware, args.expire_leases,
                          undeploy=args.expire_leases_undeploy)
     # Waiting in line needs the database's reservation (the Placement
-    # backend does not offer it; see doc/source/lifecycle.rst).
+    # backend does not offer it; see doc/source/explanation/lifecycle.rst).
     rounds = (QueueRounds(db, workers, args.queue_interval,
                           args.max_queue_wait)
               if backend.name == "database" else None)

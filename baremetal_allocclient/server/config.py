@@ -162,6 +162,8 @@ def _value(conf: cfg.ConfigOpts, option: Option, group: str | None) -> Any:
         return conf[group][option.opt.dest]
     except (ValueError, cfg.Error) as exc:
         reason = str(exc).rsplit("is not valid: ", 1)[-1]
+        if "invalid literal for int()" in reason:  # oslo.config's Integer
+            reason = "must be an integer"
         env = _env_name(option)
         where = (f"environment variable {env}" if env in os.environ
                  else "config file")

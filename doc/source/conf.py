@@ -20,14 +20,26 @@ extensions = [
     "cliff.sphinxext",
     "reno.sphinxext",
     "fixed_cliff",
+    "openstackdocstheme",
 ]
 
 exclude_patterns: list[str] = ["examples/README.rst"]
-html_theme = "alabaster"
-html_theme_options = {
-    "description": "Reserve bare metal nodes: SDK, CLI, reference server",
-    "fixed_sidebar": True,
-}
+# openstackdocstheme, as OpenStack projects use it.  No bug tracker link
+# and no "last updated" date from git: the build stays offline and
+# reproducible.
+html_theme = "openstackdocs"
+html_static_path = ["_static"]
+html_css_files = ["wide-code.css"]
+openstackdocs_repo_name = "openstack/baremetal-allocclient"
+openstackdocs_pdf_link = False
+openstackdocs_use_storyboard = False
+openstackdocs_auto_name = False
+openstackdocs_bug_project = "baremetal-allocclient"
+openstackdocs_bug_tag = "docs"
+openstackdocs_auto_version = False
+html_last_updated_fmt = None
+version = ""
+release = ""
 nitpicky = False
 
 # The SDK's docstrings are Google style; type hints come from signatures.
