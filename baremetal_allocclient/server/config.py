@@ -133,6 +133,9 @@ def load(args: argparse.Namespace, command: str) -> argparse.Namespace:
             setattr(resolved, name, value)
     _read_secrets(resolved)
     _check(resolved, command)
+    # The loaded files, for libraries that read their own groups from them
+    # (keystonemiddleware's [keystone_authtoken] takes oslo_config_config).
+    resolved.oslo_conf = conf
     return resolved
 
 
