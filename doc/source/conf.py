@@ -28,6 +28,8 @@ exclude_patterns: list[str] = ["examples/README.rst"]
 # and no "last updated" date from git: the build stays offline and
 # reproducible.
 html_theme = "openstackdocs"
+# The sidebar shows the whole site (tutorials, how-to, reference, ...).
+html_theme_options = {"sidebar_mode": "toctree"}
 html_static_path = ["_static"]
 html_css_files = ["wide-code.css"]
 openstackdocs_repo_name = "openstack/baremetal-allocclient"
