@@ -24,12 +24,15 @@ extensions = [
 ]
 
 exclude_patterns: list[str] = ["examples/README.rst"]
-# openstackdocstheme, as OpenStack projects use it.  No bug tracker link
-# and no "last updated" date from git: the build stays offline and
-# reproducible.
+# openstackdocstheme, as OpenStack projects use it (it reads each page's
+# last change from git; no network access is needed).
 html_theme = "openstackdocs"
-# The sidebar shows the whole site (tutorials, how-to, reference, ...).
-html_theme_options = {"sidebar_mode": "toctree"}
+# The sidebar shows the whole site (tutorials, how-to, reference, ...);
+# an empty analytics code (the theme's default loads Google's script).
+html_theme_options = {
+    "sidebar_mode": "toctree",
+    "analytics_tracking_code": "",
+}
 html_static_path = ["_static"]
 html_css_files = ["wide-code.css"]
 openstackdocs_repo_name = "openstack/baremetal-allocclient"
@@ -39,7 +42,6 @@ openstackdocs_auto_name = False
 openstackdocs_bug_project = "baremetal-allocclient"
 openstackdocs_bug_tag = "docs"
 openstackdocs_auto_version = False
-html_last_updated_fmt = None
 version = ""
 release = ""
 nitpicky = False
