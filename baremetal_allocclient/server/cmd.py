@@ -6,13 +6,12 @@ import argparse
 import logging
 import os
 import signal
-import socket
 import sys
 import threading
 from collections.abc import Sequence
 from types import FrameType
 
-from baremetal_allocclient.server import security
+from baremetal_allocclient.server import config, options, security
 from baremetal_allocclient.server.backends import options as backend_options
 
 LOG = logging.getLogger("baremetal_allocclient.server")
@@ -31,131 +30,29 @@ def default_db_url() -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
+    """The command line; each option's flag comes from
+    :mod:`baremetal_allocclient.server.options`."""
     parser = argparse.ArgumentParser(
         prog="baremetal-alloc-server",
         description="Ironic-compatible reference server for allocations.",
     )
-    levels = ["DEBUG", "INFO", "WARNING", "ERROR"]
-    parser.add_argument("--log-level", default="INFO", choices=levels)
-    # Also accepted after the sub-command; it only overrides when given.
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--log-level", default=argparse.SUPPRESS, choices=levels
+    # Also accepted after the sub-command, with the other options.
+    parser.add_argument(
+        "--log-level", default=argparse.SUPPRESS, choices=options.LOG_LEVELS,
+        help="logging threshold (default: INFO; config: [DEFAULT] "
+             "log_level)",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-
-    def add_db(p: argparse.ArgumentParser) -> None:
-        p.add_argument(
-            "--db", default=None,
-            help="SQLAlchemy database URL (default: an SQLite file in "
-                 "$XDG_STATE_HOME/baremetal-allocclient/)",
-        )
-
-    serve = sub.add_parser(
-        "serve", help="run the API server", parents=[common]
-    )
-    add_db(serve)
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=6385)
-    serve.add_argument(
-        "--upgrade", action="store_true",
-        help="upgrade an out-of-date schema instead of refusing to start",
-    )
-    serve.add_argument(
-        "--workers", type=_positive, default=8,
-        help="allocation worker threads (default 8)",
-    )
-    serve.add_argument(
-        "--pending", type=_non_negative, default=1000,
-        help="allocations that may wait for a free worker; beyond that "
-             "POST /v1/allocations answers 503 and stores nothing "
-             "(default 1000)",
-    )
-    serve.add_argument(
-        "--threads", type=_positive, default=64,  # prefer.DEFAULT_THREADS
-        help="HTTP request threads (default 64); at most half of them "
-             "wait for allocations to settle ('Prefer: wait')",
-    )
-    serve.add_argument(
-        "--max-prefer-wait", type=_seconds_or_zero, default=10.0,
-        help="longest a POST /v1/allocations sent with 'Prefer: wait=N' "
-             "may wait for the allocation to settle; 0 ignores the "
-             "preference (default 10)",
-    )
-    serve.add_argument(
-        "--db-connections", type=_positive, default=None,
-        help="at most this many database connections (default 16 on "
-             "PostgreSQL and MariaDB, 64 on SQLite); keep the sum over all "
-             "processes below the database's connection limit",
-    )
-    serve.add_argument(
-        "--conductor-name", default=socket.gethostname(),
-        help="this process's name for allocation affinity (default: host "
-             "name); a restart with the same name resumes its allocations",
-    )
-    serve.add_argument(
-        "--step-delay", type=float, default=0.05,
-        help="seconds each fake-hardware state lasts (default 0.05)",
-    )
-    security.add_options(serve)
-    backend_options.add_options(serve)
-    serve.add_argument(
-        "--heartbeat-interval", type=_seconds, default=10.0,
-        help="seconds between this conductor's heartbeats (default 10)",
-    )
-    serve.add_argument(
-        "--heartbeat-timeout", type=_seconds, default=60.0,
-        help="a conductor silent for longer is dead and its allocating "
-             "allocations are taken over (default 60)",
-    )
-    serve.add_argument(
-        "--takeover-interval", type=_seconds_or_zero, default=60.0,
-        help="seconds between take-over rounds; 0 disables take-over "
-             "(default 60)",
-    )
-    serve.add_argument(
-        "--expire-leases", type=_seconds, nargs="?", const=30.0,
-        default=0.0, metavar="INTERVAL",
-        help="release allocations whose lease ended (the "
-             "baremetal_alloc:lease_expires_at key of extra) and whose "
-             "node is not deployed, checking every INTERVAL seconds "
-             "(default 30); safe with several processes; deployed nodes "
-             "are logged and left (see --expire-leases-undeploy)",
-    )
-    serve.add_argument(
-        "--expire-leases-undeploy", action="store_true",
-        help="with --expire-leases: tear down the deployed nodes of "
-             "expired leases (their allocations go when that ends)",
-    )
-    serve.add_argument(
-        "--queue-interval", type=_seconds, default=1.0,
-        help="seconds between rounds over the allocations waiting in line "
-             "for capacity (the queue extension); a release in this "
-             "process starts a round at once (default 1)",
-    )
-    serve.add_argument(
-        "--max-queue-wait", type=_seconds, default=3600.0,
-        help="longest time an allocation may wait in line; also the wait "
-             "of a create that names no timeout (default 3600)",
-    )
-    serve.add_argument(
-        "--allocation-delay", type=_seconds_or_zero, default=0.0,
-        help="testing aid: seconds each allocation waits before a worker "
-             "processes it (default 0)",
-    )
-
+    serve = sub.add_parser("serve", help="run the API server")
+    config.add_arguments(serve, "serve")
     db = sub.add_parser("db", help="database management")
     db_sub = db.add_subparsers(dest="db_command", required=True)
-    upgrade = db_sub.add_parser(
-        "upgrade", help="apply schema migrations", parents=[common]
-    )
-    add_db(upgrade)
-
+    upgrade = db_sub.add_parser("upgrade", help="apply schema migrations")
+    config.add_arguments(upgrade, "db upgrade")
     enroll = sub.add_parser(
         "enroll", help="enroll nodes from a bifrost-style inventory",
-        parents=[common],
     )
-    add_db(enroll)
+    config.add_arguments(enroll, "enroll")
     enroll.add_argument("file", help="inventory file (JSON or YAML)")
     enroll.add_argument(
         "--fake-hardware", action="store_true",
@@ -176,53 +73,21 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _positive(value: str) -> int:
-    number = _non_negative(value)
-    if number == 0:
-        raise argparse.ArgumentTypeError("must be a positive integer")
-    return number
-
-
-def _non_negative(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError("must be an integer") from None
-    if number < 0:
-        raise argparse.ArgumentTypeError("must not be negative")
-    return number
-
-
-def _seconds_or_zero(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError("must be a number") from None
-    if not 0 <= number < float("inf"):
-        raise argparse.ArgumentTypeError("must be a non-negative number")
-    return number
-
-
-def _seconds(value: str) -> float:
-    number = _seconds_or_zero(value)
-    if number == 0:
-        raise argparse.ArgumentTypeError("must be a positive number")
-    return number
+def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The resolved options of one command line (exits on usage errors;
+    :class:`config.ConfigError` for a configuration that cannot work)."""
+    args = _parser().parse_args(argv)
+    command = "db upgrade" if args.command == "db" else args.command
+    return config.load(args, command)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
-    parser = _parser()
-    args = parser.parse_args(argv)
-    if args.command == "serve" and (
-        args.heartbeat_timeout <= args.heartbeat_interval
-    ):
-        parser.error("--heartbeat-timeout must be longer than "
-                     "--heartbeat-interval")
-    if args.command == "serve" and (
-        args.expire_leases_undeploy and not args.expire_leases
-    ):
-        parser.error("--expire-leases-undeploy needs --expire-leases")
+    try:
+        args = parse(argv)
+    except config.ConfigError as exc:
+        print(f"baremetal-alloc-server: {exc}", file=sys.stderr)
+        return 2
     logging.basicConfig(
         level=args.log_level, stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -376,7 +241,7 @@ def _serve(db: object, args: argparse.Namespace) -> int:
     expiry = LeaseExpiry(db, hardware, args.expire_leases,
                          undeploy=args.expire_leases_undeploy)
     # Waiting in line needs the database's reservation (the Placement
-    # backend does not offer it; see doc/source/lifecycle.rst).
+    # backend does not offer it; see doc/source/explanation/lifecycle.rst).
     rounds = (QueueRounds(db, workers, args.queue_interval,
                           args.max_queue_wait)
               if backend.name == "database" else None)

@@ -32,32 +32,6 @@ class SecurityConfigError(Exception):
     """Options that must not (or cannot) be served with."""
 
 
-def add_options(parser: argparse.ArgumentParser) -> None:
-    """The ``serve`` options for authentication and TLS."""
-    parser.add_argument(
-        "--auth-strategy", choices=STRATEGIES, default=NOAUTH,
-        help="noauth (default; loopback addresses only) or http_basic",
-    )
-    parser.add_argument(
-        "--htpasswd", metavar="FILE",
-        help="Apache htpasswd file with bcrypt entries (http_basic)",
-    )
-    parser.add_argument(
-        "--auth-projects", metavar="FILE",
-        help="YAML/JSON mapping users to a project and roles (admin, "
-             "member); without it every htpasswd user is an admin",
-    )
-    parser.add_argument(
-        RISK_FLAG, action="store_true",
-        help="allow noauth on a non-loopback address: anyone who can "
-             "reach the port controls every node",
-    )
-    parser.add_argument("--tls-cert", metavar="FILE",
-                        help="PEM certificate (chain) to serve HTTPS")
-    parser.add_argument("--tls-key", metavar="FILE",
-                        help="PEM private key of --tls-cert")
-
-
 def _resolve(host: str) -> Sequence[str]:
     infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
     return [str(info[4][0]) for info in infos]

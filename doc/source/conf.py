@@ -20,14 +20,30 @@ extensions = [
     "cliff.sphinxext",
     "reno.sphinxext",
     "fixed_cliff",
+    "openstackdocstheme",
 ]
 
 exclude_patterns: list[str] = ["examples/README.rst"]
-html_theme = "alabaster"
+# openstackdocstheme, as OpenStack projects use it (it reads each page's
+# last change from git; no network access is needed).
+html_theme = "openstackdocs"
+# The sidebar shows the whole site (tutorials, how-to, reference, ...);
+# an empty analytics code (the theme's default loads Google's script).
 html_theme_options = {
-    "description": "Reserve bare metal nodes: SDK, CLI, reference server",
-    "fixed_sidebar": True,
+    "sidebar_mode": "toctree",
+    "analytics_tracking_code": "",
 }
+html_static_path = ["_static"]
+html_css_files = ["wide-code.css"]
+openstackdocs_repo_name = "openstack/baremetal-allocclient"
+openstackdocs_pdf_link = False
+openstackdocs_use_storyboard = False
+openstackdocs_auto_name = False
+openstackdocs_bug_project = "baremetal-allocclient"
+openstackdocs_bug_tag = "docs"
+openstackdocs_auto_version = False
+version = ""
+release = ""
 nitpicky = False
 
 # The SDK's docstrings are Google style; type hints come from signatures.

@@ -7,7 +7,8 @@ public, a missing or wrong credential is a 401 with
 ``WWW-Authenticate: Basic realm="Baremetal API"``.
 
 Who the authenticated user is (admin, or member of one project) comes from a
-separate mapping file: :func:`load_projects`, ``doc/source/security.rst``.
+separate mapping file: :func:`load_projects`,
+``doc/source/howto/security.rst``.
 """
 
 from __future__ import annotations

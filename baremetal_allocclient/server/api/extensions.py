@@ -2,12 +2,12 @@
 
 Plain Ironic clients never see an extension: the groups extension's
 ``POST /v1/allocation_groups`` answers 404 unless the request names it in
-the header (doc/source/lifecycle.rst); the constraints extension's
+the header (doc/source/explanation/lifecycle.rst); the constraints extension's
 ``constraints`` field of ``POST /v1/allocations`` is accepted only when
 the request names the extension in the ``X-Baremetal-Alloc-Extensions``
 header (otherwise the body is checked exactly as Ironic checks it), and
 ``GET /v1`` lists the extensions under ``extensions``, a key Ironic does
-not send.  Wire format: doc/source/choosing-nodes.rst.
+not send.  Wire format: doc/source/howto/choosing-nodes.rst.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ in one transaction (:func:`baremetal_allocclient.server.db.groups.
 reserve_group`), or nothing at all (409 saying why).  Without the header
 the path answers 404, as it would on Ironic.  Members are named and
 marked as :mod:`baremetal_allocclient.groups` says.  Wire format:
-doc/source/lifecycle.rst.
+doc/source/explanation/lifecycle.rst.
 
 The Placement backend claims nodes one by one in Placement, so a group
 cannot be one transaction there: such a server does not advertise the

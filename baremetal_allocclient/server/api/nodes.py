@@ -85,7 +85,7 @@ def _check_interfaces(values: dict[str, Any]) -> None:
 def _check_version_fields(ctx: Context, keys: Sequence[str]) -> None:
     """Fields newer than the request's version are a 406, like Ironic
     (``shard`` is also accepted below 1.82 with the constraints
-    extension, see doc/source/choosing-nodes.rst)."""
+    extension, see doc/source/howto/choosing-nodes.rst)."""
     for key in keys:
         if key == "shard" and extensions.constraints_requested(ctx):
             continue

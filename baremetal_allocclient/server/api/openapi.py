@@ -321,7 +321,7 @@ def document() -> dict[str, Any]:
             "description": (
                 "Ironic-compatible allocation, node and port API. Request "
                 f"schemas are those of API version {_LATEST}; see "
-                "doc/source/security.rst for roles and limits."
+                "doc/source/howto/security.rst for roles and limits."
             ),
         },
         "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",

@@ -79,7 +79,7 @@ ALLOCATION_FIELDS = (
 _PROPERTY_VALUE: dict[str, Any] = {
     "type": ["string", "number"], "maxLength": 255,
 }
-#: The constraints extension's document (doc/source/choosing-nodes.rst).
+#: The constraints extension's document (doc/source/howto/choosing-nodes.rst).
 CONSTRAINTS: dict[str, Any] = {
     "type": "object",
     "properties": {

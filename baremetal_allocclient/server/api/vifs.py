@@ -6,7 +6,7 @@ node down (undeploy) or deleting it detaches them all, as Ironic's
 which fake-hardware nodes report, stores nothing: there the list is
 always empty, a second attach and the detach of an unknown VIF succeed.
 Here they are a 409 and a 400 with the wording of Ironic's other network
-interfaces (see ``doc/source/api-compatibility.rst``).
+interfaces (see ``doc/source/reference/api-compatibility.rst``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""``serve`` options choosing and configuring the allocation backend."""
+"""The allocation backend ``serve`` runs with, built from its options
+(declared in :mod:`baremetal_allocclient.server.options`)."""
 
 from __future__ import annotations
 
@@ -10,73 +11,8 @@ from baremetal_allocclient.server.db.engine import Database
 
 LOG = logging.getLogger(__name__)
 
-DEFAULT_PROJECT = "baremetal-alloc"
-DEFAULT_USER = "baremetal-alloc-server"
-
-
 class BackendConfigError(Exception):
     """The backend options cannot work (message is for the operator)."""
-
-
-def _interval(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError("must be a number") from None
-    if not 0 < number < float("inf"):
-        raise argparse.ArgumentTypeError("must be a positive number")
-    return number
-
-
-def add_options(parser: argparse.ArgumentParser) -> None:
-    """Add ``--backend`` and the ``--placement-*`` options."""
-    group = parser.add_argument_group(
-        "allocation backend",
-        "where nodes are selected and claimed (see doc/source/placement.rst)",
-    )
-    group.add_argument(
-        "--backend", choices=("database", "placement"), default="database",
-        help="database (default): SQL only; placement: claim through an "
-             "OpenStack Placement service kept in step with the nodes",
-    )
-    group.add_argument(
-        "--placement-url", default=None,
-        help="Placement endpoint, e.g. http://127.0.0.1:8778 (optional "
-             "with --placement-cloud, whose catalog can provide it)",
-    )
-    group.add_argument(
-        "--placement-token", default=None,
-        help="a fixed X-Auth-Token for Placement (default 'admin', what "
-             "Placement's noauth2 strategy accepts for an admin); ignored "
-             "with --placement-cloud",
-    )
-    group.add_argument(
-        "--placement-cloud", default=None,
-        help="a clouds.yaml cloud whose keystoneauth credentials are used "
-             "for Placement (real Keystone authentication)",
-    )
-    group.add_argument(
-        "--placement-project", default=DEFAULT_PROJECT,
-        help="project_id of claims for allocations without an owner "
-             f"(default {DEFAULT_PROJECT})",
-    )
-    group.add_argument(
-        "--placement-user", default=DEFAULT_USER,
-        help=f"user_id of claims (default {DEFAULT_USER})",
-    )
-    group.add_argument(
-        "--placement-sync-interval", type=_interval, default=1.0,
-        help="seconds between pushes of node changes (default 1)",
-    )
-    group.add_argument(
-        "--placement-reconcile-interval", type=_interval, default=60.0,
-        help="seconds between full reconciliations (default 60)",
-    )
-    group.add_argument(
-        "--placement-wait", type=_interval, default=30.0,
-        help="how long an allocation waits for an unreachable Placement "
-             "before failing (default 30)",
-    )
 
 
 def build(db: Database, args: argparse.Namespace) -> Backend:

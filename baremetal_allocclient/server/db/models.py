@@ -87,7 +87,7 @@ class Node(Base):
     retired_reason: Mapped[str | None] = mapped_column(ExactText())
     conductor_group: Mapped[str] = mapped_column(ExactString(255), default="")
     #: Ironic's API 1.82 field; set here through the enroll inventory or
-    #: the constraints extension (see doc/source/choosing-nodes.rst).
+    #: the constraints extension (see doc/source/howto/choosing-nodes.rst).
     shard: Mapped[str | None] = mapped_column(ExactString(255))
     #: API 1.83: the UUID of this node's parent; a child node is never
     #: allocated and not listed unless asked for.

@@ -347,7 +347,8 @@ class StaticChecksTest(testtools.TestCase):
         self.assertEqual(0, result.returncode, result.stdout + result.stderr)
 
     def test_server_guide_documents_every_option(self) -> None:
-        with open(os.path.join(REPO, "doc", "source", "server.rst"),
+        with open(os.path.join(REPO, "doc", "source", "reference",
+                               "server.rst"),
                   encoding="utf-8") as stream:
             guide = stream.read()
         server = os.path.join(BIN, "baremetal-alloc-server")

@@ -5,7 +5,7 @@ transaction with SQLAlchemy, not through the server), so a scenario can
 judge what is *stored*, whatever the API answered.  Each violation is a
 sentence naming the rows involved.
 
-Checked (``doc/source/fault-testing.rst``):
+Checked (``doc/source/internals/fault-testing.rst``):
 
 - a node is held by at most one allocation, and an ``active``
   allocation holds exactly one node;

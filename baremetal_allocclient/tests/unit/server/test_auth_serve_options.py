@@ -8,7 +8,7 @@ import tempfile
 
 import testtools
 
-from baremetal_allocclient.server import security
+from baremetal_allocclient.server import cmd, security
 
 
 def _resolver(mapping: dict[str, list[str]]) -> security.Resolver:
@@ -20,10 +20,7 @@ def _resolver(mapping: dict[str, list[str]]) -> security.Resolver:
 
 
 def _args(**kw: object) -> argparse.Namespace:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--host", default="127.0.0.1")
-    security.add_options(parser)
-    args = parser.parse_args([])
+    args = cmd.parse(["serve", "--config-file", os.devnull])
     for key, value in kw.items():
         setattr(args, key, value)
     return args

@@ -1,0 +1,268 @@
+"""Every option of ``baremetal-alloc-server``, declared once.
+
+Each entry is an oslo.config option (its group, name, type, default and
+help) plus the command-line flag that sets it.  The config file, the
+environment (``OS_<GROUP>__<OPTION>``), ``--help`` and the sample config
+(``oslo-config-generator --namespace baremetal-alloc-server``) are all
+made from :data:`OPTIONS`; to add an option, add an entry here.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from oslo_config import cfg
+
+from baremetal_allocclient.server.option_types import Count, Seconds
+
+SERVE = ("serve",)
+ALL = ("serve", "db upgrade", "enroll")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+_LEVEL_CHOICES = [
+    ("DEBUG", "everything, SQL migrations included"),
+    ("INFO", "start, stop and each allocation's outcome"),
+    ("WARNING", "only what an operator should look at"),
+    ("ERROR", "only failures"),
+]
+_AUTH_CHOICES = [
+    ("noauth", "no authentication; loopback addresses only unless "
+               "allow_unauthenticated_remote_access is set"),
+    ("http_basic", "HTTP Basic authentication against "
+                   "http_basic_auth_user_file"),
+]
+_BACKEND_CHOICES = [
+    ("database", "select and claim nodes in SQL"),
+    ("placement", "claim through an OpenStack Placement service kept in "
+                  "step with the nodes (see [placement])"),
+]
+DEFAULT_PLACEMENT_PROJECT = "baremetal-alloc"
+DEFAULT_PLACEMENT_USER = "baremetal-alloc-server"
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option: where it lives in the file and how the CLI sets it."""
+
+    group: str
+    opt: cfg.Opt
+    #: the attribute ``serve`` reads (``args.<dest>``)
+    dest: str
+    flag: str
+    commands: tuple[str, ...] = SERVE
+    #: extra argparse settings (nargs, const, metavar)
+    cli: Mapping[str, Any] = field(default_factory=dict)
+    #: a secret the command line refuses (``ps`` shows every argument)
+    refused_on_cli: bool = False
+
+
+def _option(group: str, opt: cfg.Opt, dest: str | None = None,
+            flag: str | None = None, commands: tuple[str, ...] = SERVE,
+            refused_on_cli: bool = False, **cli: Any) -> Option:
+    dest = dest or (opt.dest if group == "DEFAULT"
+                    else f"{group}_{opt.dest}")
+    return Option(group, opt, dest, flag or "--" + dest.replace("_", "-"),
+                  commands, cli, refused_on_cli)
+
+
+def _default_group() -> list[Option]:
+    return [
+        _option("DEFAULT", cfg.StrOpt(
+            "log_level", default="INFO", choices=_LEVEL_CHOICES,
+            help="Logging threshold."), commands=ALL),
+        _option("DEFAULT", cfg.StrOpt(
+            "auth_strategy", default="noauth", choices=_AUTH_CHOICES,
+            help="How API users authenticate.")),
+        _option("DEFAULT", cfg.StrOpt(
+            "http_basic_auth_user_file",
+            help="Apache htpasswd file with bcrypt entries (http_basic)."),
+            dest="htpasswd", metavar="FILE"),
+        _option("DEFAULT", cfg.StrOpt(
+            "auth_projects_file",
+            help="YAML/JSON file mapping users to a project and roles "
+                 "(admin, member); without it every htpasswd user is an "
+                 "admin."), dest="auth_projects", metavar="FILE"),
+        _option("DEFAULT", cfg.BoolOpt(
+            "allow_unauthenticated_remote_access", default=False,
+            help="Allow noauth on a non-loopback address: anyone who can "
+                 "reach the port controls every node.")),
+        _option("DEFAULT", cfg.StrOpt(
+            "backend", default="database", choices=_BACKEND_CHOICES,
+            help="Where nodes are selected and claimed.")),
+    ]
+
+
+def _api_group() -> list[Option]:
+    return [
+        _option("api", cfg.HostAddressOpt(
+            "host_ip", default="127.0.0.1",
+            help="Address to listen on."), dest="host"),
+        _option("api", cfg.PortOpt(
+            "port", default=6385, help="TCP port to listen on."),
+            dest="port"),
+        _option("api", cfg.Opt(
+            "threads", type=Count(1), default=64,
+            help="HTTP request threads; at most half of them wait for "
+                 "allocations to settle ('Prefer: wait')."),
+            dest="threads"),
+        _option("api", cfg.Opt(
+            "max_prefer_wait", type=Seconds(zero_ok=True), default=10.0,
+            help="Longest a POST /v1/allocations sent with 'Prefer: "
+                 "wait=N' may wait for the allocation to settle; 0 ignores "
+                 "the preference."), dest="max_prefer_wait"),
+        _option("api", cfg.StrOpt(
+            "tls_cert_file", help="PEM certificate (chain) to serve HTTPS."),
+            dest="tls_cert", metavar="FILE"),
+        _option("api", cfg.StrOpt(
+            "tls_key_file", help="PEM private key of tls_cert_file."),
+            dest="tls_key", metavar="FILE"),
+    ]
+
+
+def _database_group() -> list[Option]:
+    return [
+        _option("database", cfg.StrOpt(
+            "connection", secret=True,
+            sample_default="sqlite:///$XDG_STATE_HOME/baremetal-allocclient"
+                           "/server.sqlite",
+            help="SQLAlchemy database URL. A URL with a password is "
+                 "refused on the command line; put the password in "
+                 "password_file."),
+            dest="db", flag="--db", commands=ALL, metavar="URL"),
+        _option("database", cfg.StrOpt(
+            "password_file",
+            help="File holding the database password (one line), added to "
+                 "the connection URL."),
+            dest="db_password_file", commands=ALL, metavar="FILE"),
+        _option("database", cfg.Opt(
+            "max_connections", type=Count(1),
+            sample_default="16 on PostgreSQL and MariaDB, 64 on SQLite",
+            help="At most this many database connections; keep the sum "
+                 "over all processes below the database's connection "
+                 "limit."), dest="db_connections"),
+        _option("database", cfg.BoolOpt(
+            "upgrade", default=False,
+            help="Upgrade an out-of-date schema instead of refusing to "
+                 "start."), dest="upgrade"),
+    ]
+
+
+def _conductor_group() -> list[Option]:
+    return [
+        _option("conductor", cfg.StrOpt(
+            "name", default=socket.gethostname(), sample_default="<host name>",
+            help="This process's name for allocation affinity; a restart "
+                 "with the same name resumes its allocations."),
+            dest="conductor_name", metavar="NAME"),
+        _option("conductor", cfg.Opt(
+            "workers", type=Count(1), default=8,
+            help="Allocation worker threads."), dest="workers"),
+        _option("conductor", cfg.Opt(
+            "pending", type=Count(0), default=1000,
+            help="Allocations that may wait for a free worker; beyond that "
+                 "POST /v1/allocations answers 503 and stores nothing."),
+            dest="pending"),
+        _option("conductor", cfg.Opt(
+            "heartbeat_interval", type=Seconds(), default=10.0,
+            help="Seconds between this conductor's heartbeats."),
+            dest="heartbeat_interval"),
+        _option("conductor", cfg.Opt(
+            "heartbeat_timeout", type=Seconds(), default=60.0,
+            help="A conductor silent for longer is dead and its allocating "
+                 "allocations are taken over; must be longer than "
+                 "heartbeat_interval."), dest="heartbeat_timeout"),
+        _option("conductor", cfg.Opt(
+            "takeover_interval", type=Seconds(zero_ok=True), default=60.0,
+            help="Seconds between take-over rounds; 0 disables take-over."),
+            dest="takeover_interval"),
+        _option("conductor", cfg.Opt(
+            "expire_leases", type=Seconds(zero_ok=True), default=0.0,
+            help="Release allocations whose lease ended (the "
+                 "baremetal_alloc:lease_expires_at key of extra) and whose "
+                 "node is not deployed, checking every this many seconds; "
+                 "0 disables it (the flag alone means 30). Safe with "
+                 "several processes; deployed nodes are logged and left "
+                 "(see expire_leases_undeploy)."),
+            dest="expire_leases", nargs="?", const=30.0, metavar="INTERVAL"),
+        _option("conductor", cfg.BoolOpt(
+            "expire_leases_undeploy", default=False,
+            help="With expire_leases: tear down the deployed nodes of "
+                 "expired leases (their allocations go when that ends)."),
+            dest="expire_leases_undeploy"),
+        _option("conductor", cfg.Opt(
+            "queue_interval", type=Seconds(), default=1.0,
+            help="Seconds between rounds over the allocations waiting in "
+                 "line for capacity (the queue extension); a release in "
+                 "this process starts a round at once."),
+            dest="queue_interval"),
+        _option("conductor", cfg.Opt(
+            "max_queue_wait", type=Seconds(), default=3600.0,
+            help="Longest time an allocation may wait in line; also the "
+                 "wait of a create that names no timeout."),
+            dest="max_queue_wait"),
+        _option("conductor", cfg.Opt(
+            "allocation_delay", type=Seconds(zero_ok=True), default=0.0,
+            help="Testing aid: seconds each allocation waits before a "
+                 "worker processes it."), dest="allocation_delay"),
+        _option("conductor", cfg.Opt(
+            "step_delay", type=Seconds(zero_ok=True), default=0.05,
+            help="Seconds each fake-hardware state lasts."),
+            dest="step_delay"),
+    ]
+
+
+def _placement_group() -> list[Option]:
+    return [
+        _option("placement", cfg.StrOpt(
+            "url", help="Placement endpoint, e.g. http://127.0.0.1:8778 "
+                        "(optional with cloud, whose catalog can provide "
+                        "it)."), metavar="URL"),
+        _option("placement", cfg.StrOpt(
+            "token", secret=True,
+            help="A fixed X-Auth-Token for Placement (default 'admin', what "
+                 "Placement's noauth2 strategy accepts for an admin); "
+                 "ignored with cloud. Not accepted on the command line: "
+                 "set it here, in OS_PLACEMENT__TOKEN or in token_file."),
+            refused_on_cli=True, metavar="TOKEN"),
+        _option("placement", cfg.StrOpt(
+            "token_file",
+            help="File holding the Placement token (one line); used when "
+                 "token is not set."), metavar="FILE"),
+        _option("placement", cfg.StrOpt(
+            "cloud", help="A clouds.yaml cloud whose keystoneauth "
+                          "credentials are used for Placement (real "
+                          "Keystone authentication)."), metavar="CLOUD"),
+        _option("placement", cfg.StrOpt(
+            "project", default=DEFAULT_PLACEMENT_PROJECT,
+            help="project_id of claims for allocations without an owner.")),
+        _option("placement", cfg.StrOpt(
+            "user", default=DEFAULT_PLACEMENT_USER,
+            help="user_id of claims.")),
+        _option("placement", cfg.Opt(
+            "sync_interval", type=Seconds(), default=1.0,
+            help="Seconds between pushes of node changes.")),
+        _option("placement", cfg.Opt(
+            "reconcile_interval", type=Seconds(), default=60.0,
+            help="Seconds between full reconciliations.")),
+        _option("placement", cfg.Opt(
+            "wait", type=Seconds(), default=30.0,
+            help="How long an allocation waits for an unreachable "
+                 "Placement before failing.")),
+    ]
+
+
+#: Every option, in the order of ``--help`` and the sample config.
+OPTIONS: tuple[Option, ...] = (
+    *_default_group(), *_api_group(), *_database_group(),
+    *_conductor_group(), *_placement_group(),
+)
+
+
+def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
+    """The options by group (the ``oslo.config.opts`` entry point)."""
+    groups: dict[str, list[cfg.Opt]] = {}
+    for option in OPTIONS:
+        groups.setdefault(option.group, []).append(option.opt)
+    return list(groups.items())
