@@ -73,8 +73,8 @@ class PrefilterTests(ClientTestCase):
         self.assertFalse(post.called)
         self.assertEqual("property:cpus>=8",
                          caught.exception.funnel["first_empty"])
-        self.assertIn("no node passes property:cpus>=8",
-                      str(caught.exception))
+        self.assertIn("no suitable nodes match the constraint property "
+                      "cpus>=8; funnel: ", str(caught.exception))
         listings = [r for r in self.mock.request_history
                     if r.path == "/v1/nodes"]
         # The narrow listing, then the whole resource class to explain.
