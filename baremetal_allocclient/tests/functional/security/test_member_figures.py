@@ -11,10 +11,13 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import testtools
 
+from baremetal_allocclient.tests.functional.multiprocess._databases import (
+    ScratchDatabase,
+)
 from baremetal_allocclient.tests.functional.security import _support as sup
 
 _CONSTRAINTS = {"X-Baremetal-Alloc-Extensions": "constraints"}
@@ -30,16 +33,21 @@ def _failed(uuid_: str, reason: str) -> str:
     return f"Failed to process allocation {uuid_}: {reason}."
 
 
-class MemberFigureTests(testtools.TestCase):
-    """alice (proj-a) and bob (proj-b) share one server and admin."""
+class _MemberFigureTests(testtools.TestCase if TYPE_CHECKING else object):
+    """alice (proj-a) and bob (proj-b) share one server and admin, on a
+    scratch database of ``kind``."""
 
+    kind = "sqlite"
     server: sup.SecureServer
     creds: sup.Credentials
 
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
+        scratch = ScratchDatabase(cls.kind)
+        cls.addClassCleanup(scratch.drop)
         cls.server = sup.SecureServer()
+        cls.server.db_url = scratch.url
         cls.addClassCleanup(cls.server.cleanup)
         cls.creds = sup.write_credentials(cls.server.tmpdir)
         cls.server.start(
@@ -172,3 +180,16 @@ class MemberFigureTests(testtools.TestCase):
             "; funnel: resource_class 2 > available 2 > not_in_maintenance"
             " 2 > power_state 2 > unreserved 2 > candidate_nodes 1 > "
             "traits 0 (emptied by traits)")), opted["last_error"])
+
+
+class SQLiteMemberFigureTests(_MemberFigureTests, testtools.TestCase):
+    kind = "sqlite"
+
+
+class PostgreSQLMemberFigureTests(_MemberFigureTests, testtools.TestCase):
+    kind = "postgresql"
+
+
+class MariaDBMemberFigureTests(_MemberFigureTests, testtools.TestCase):
+    kind = "mysql"
+
