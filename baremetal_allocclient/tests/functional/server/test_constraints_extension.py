@@ -74,6 +74,7 @@ class ConstraintsExtensionTests(testtools.TestCase):
         self.assertEqual(1, entry["version"])
         self.assertEqual("X-Baremetal-Alloc-Extensions", entry["header"])
         self.assertTrue(entry["explain"].endswith("/v1/allocation_explain"))
+        self.assertIs(True, entry["funnel_in_last_error"])
 
     def test_constrained_allocation_takes_only_a_matching_node(self) -> None:
         rc = _rc()
