@@ -100,6 +100,23 @@ class _MemberFigureTests(testtools.TestCase if TYPE_CHECKING else object):
         self.assertEqual(expected, self._get(failed["uuid"], alice,
                                              _CONSTRAINTS)["last_error"])
 
+    def test_admin_explain_with_owner_is_the_stored_funnel(self) -> None:
+        rc = _rc()
+        self.server.make_nodes(1, rc, owner=sup.PROJECT_A)
+        self.server.make_nodes(2, rc, owner=sup.PROJECT_B)
+        body = {"resource_class": rc, "owner": sup.PROJECT_A,
+                "traits": ["CUSTOM_NONE"]}
+        failed = self._create(body, headers=_CONSTRAINTS)
+        explained = self.server.expect(200, "POST", "/v1/allocation_explain",
+                                       body)
+        line = " > ".join(f"{s['step']} {s['count']}"
+                          for s in explained["funnel"])
+        self.assertEqual("resource_class 1 > available 1 > "
+                         "not_in_maintenance 1 > power_state 1 > "
+                         "unreserved 1 > owner 1 > traits 0", line)
+        self.assertTrue(failed["last_error"].endswith(
+            f"; funnel: {line} (emptied by traits)."), failed["last_error"])
+
     def test_member_queue_position_ignores_other_projects(self) -> None:
         rc = _rc()  # no node at all: both wait in line
         body = {"resource_class": rc, "queue": {"timeout": 120}}
