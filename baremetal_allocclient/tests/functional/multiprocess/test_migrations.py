@@ -62,7 +62,7 @@ class _MigrationTests:
         self.db.upgrade()
         current, head = self.db.schema_revisions()
         case.assertEqual(head, current)
-        case.assertEqual("0011_node_boot_console", head)
+        case.assertEqual("0012_allocation_funnel_error", head)
         with self.db.engine.connect() as conn:
             diff = compare_metadata(MigrationContext.configure(conn),
                                     Base.metadata)
@@ -227,6 +227,30 @@ class _MigrationTests:
                 .order_by(NodeProperty.key)).all()
         case.assertEqual([("cpu_arch", "x86_64", None), ("cpus", "8", 8.0)],
                          [tuple(row) for row in rows])
+
+    def test_0012_keeps_last_error_and_downgrades(self) -> None:
+        """Allocations failed before 0012 keep their ``last_error`` and
+        have no ``funnel_error``; the migration also goes back down."""
+        case: Any = self
+        with self.db.engine.begin() as conn:
+            command.downgrade(self.db._alembic_config(conn),
+                              "0011_node_boot_console")
+        old = table("allocations", column("uuid"), column("state"),
+                    column("last_error"), column("resource_class"),
+                    column("traits", JSON), column("candidate_nodes", JSON),
+                    column("extra", JSON), column("created_at"))
+        failed = str(uuid.uuid4())
+        with self.db.engine.begin() as conn:
+            conn.execute(insert(old).values(
+                uuid=failed, state="error", last_error="why; funnel: x",
+                resource_class="rc", traits=[], candidate_nodes=[],
+                extra={}, created_at=utcnow()))
+        self.db.upgrade()
+        with self.db.read() as session:
+            row = session.execute(
+                select(Allocation.last_error, Allocation.funnel_error)
+                .where(Allocation.uuid == failed)).one()
+        case.assertEqual(("why; funnel: x", None), tuple(row))
 
 
 class SQLiteMigrationTests(_MigrationTests, testtools.TestCase):
