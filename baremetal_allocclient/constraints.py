@@ -281,16 +281,20 @@ def _once(test: Callable[[Selection], object]) -> Callable[[Selection], int]:
     return lambda sel: 1 if test(sel) else 0
 
 
-#: THE funnel: every step, in the order the server selects, counts and
+def _always(_selection: Selection) -> int:
+    return 1
+
+
+#: The one funnel: every step, in the order the server selects, counts and
 #: words them and the SDK prefilters.  Ironic's first query comes first
 #: (its steps in any order give the same message), then Ironic's traits,
 #: then the constraints extension.
 FUNNEL: tuple[StepKind, ...] = (
-    StepKind(Kind.RESOURCE_CLASS, _once(bool), Wording.IRONIC_QUERY),
-    StepKind(Kind.AVAILABLE, _once(bool), Wording.IRONIC_QUERY),
-    StepKind(Kind.NOT_IN_MAINTENANCE, _once(bool), Wording.IRONIC_QUERY),
-    StepKind(Kind.POWER_STATE, _once(bool), Wording.IRONIC_QUERY),
-    StepKind(Kind.UNRESERVED, _once(bool), Wording.IRONIC_QUERY),
+    StepKind(Kind.RESOURCE_CLASS, _always, Wording.IRONIC_QUERY),
+    StepKind(Kind.AVAILABLE, _always, Wording.IRONIC_QUERY),
+    StepKind(Kind.NOT_IN_MAINTENANCE, _always, Wording.IRONIC_QUERY),
+    StepKind(Kind.POWER_STATE, _always, Wording.IRONIC_QUERY),
+    StepKind(Kind.UNRESERVED, _always, Wording.IRONIC_QUERY),
     StepKind(Kind.OWNER, _once(lambda s: s.owner), Wording.IRONIC_QUERY),
     StepKind(Kind.CANDIDATES, _once(lambda s: s.candidate_nodes),
              Wording.IRONIC_QUERY),

@@ -113,7 +113,7 @@ def active_filters(request: Request) -> list[AnyFilter]:
     filters: list[AnyFilter] = []
     for step in funnel_steps(request):
         if step.kind in BASIC_KINDS:
-            if not filters:
+            if Filter.RESOURCE_CLASS not in filters:
                 filters.append(Filter.RESOURCE_CLASS)
         elif step.kind in _IRONIC_FILTERS:
             filters.append(_IRONIC_FILTERS[step.kind])
