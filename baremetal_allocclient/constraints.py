@@ -5,13 +5,17 @@ and the reference server (which evaluates the same constraints in SQL and
 words ``last_error`` and ``explain`` from the same steps).  Standard
 library only: the server imports this module, never the SDK.
 
-A request is narrowed by :func:`steps`, in this order: resource class,
-``available``, not in maintenance, with a power state, unreserved, the
-allocation's owner (node owner *or* lessee, as Ironic matches it), node
-owner, node lessee, required traits, forbidden traits, each property
-constraint, conductor group, shard, required node name, candidate nodes.
-The same order is used everywhere, so the funnel of one request is the
-same on both servers.
+A request is narrowed by :func:`steps`, in the order of the one table
+:data:`FUNNEL`: resource class, ``available``, not in maintenance, with a
+power state, unreserved, the allocation's owner (node owner *or* lessee,
+as Ironic matches it), candidate nodes -- Ironic's one query --, then
+required traits (Ironic's second stage), then the constraints
+extension's steps: node owner, node lessee, forbidden traits, each
+property constraint, conductor group, shard, required node name.  The
+server's selection SQL, ``last_error``, ``explain`` and the SDK's
+prefilter all take this order and :func:`reason`'s wording, so the
+message and the funnel of one request name the same step, in Ironic's
+words for Ironic's steps.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import dataclasses
 import enum
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 #: Bounds on what one request may carry (server schema and SDK checks).
@@ -226,15 +230,28 @@ class Kind(enum.Enum):
     POWER_STATE = "power_state"
     UNRESERVED = "unreserved"
     OWNER = "owner"
+    CANDIDATES = "candidate_nodes"
+    TRAITS = "traits"
     NODE_OWNER = "node_owner"
     NODE_LESSEE = "node_lessee"
-    TRAITS = "traits"
     FORBIDDEN_TRAITS = "forbidden_traits"
     PROPERTY = "property"
     CONDUCTOR_GROUP = "conductor_group"
     SHARD = "shard"
     NODE_NAME = "node_name"
-    CANDIDATES = "candidate_nodes"
+
+
+class Wording(enum.Enum):
+    """Which message names a step that left no node (see :func:`reason`).
+
+    Ironic filters in two stages: one query (resource class, state,
+    maintenance, power state, unassociated, owner, candidate nodes) that
+    it words as a resource-class (or candidate) failure, then traits.
+    """
+
+    IRONIC_QUERY = "query"
+    IRONIC_TRAITS = "traits"
+    CONSTRAINT = "constraint"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -246,6 +263,63 @@ class Selection:
     candidate_nodes: tuple[str, ...] = ()
     owner: str | None = None
     constraints: Constraints = Constraints()
+
+
+@dataclasses.dataclass(frozen=True)
+class StepKind:
+    """One row of :data:`FUNNEL`: a step, how many times it applies to a
+    selection (0: not at all; one per property constraint) and how its
+    emptying is worded.  How it is counted: :func:`node_passes` on a
+    node list (the SDK), the same condition in SQL on the server."""
+
+    kind: Kind
+    applies: Callable[[Selection], int]
+    wording: Wording
+
+
+def _once(test: Callable[[Selection], object]) -> Callable[[Selection], int]:
+    return lambda sel: 1 if test(sel) else 0
+
+
+def _always(_selection: Selection) -> int:
+    return 1
+
+
+#: The one funnel: every step, in the order the server selects, counts and
+#: words them and the SDK prefilters.  Ironic's first query comes first
+#: (its steps in any order give the same message), then Ironic's traits,
+#: then the constraints extension.
+FUNNEL: tuple[StepKind, ...] = (
+    StepKind(Kind.RESOURCE_CLASS, _always, Wording.IRONIC_QUERY),
+    StepKind(Kind.AVAILABLE, _always, Wording.IRONIC_QUERY),
+    StepKind(Kind.NOT_IN_MAINTENANCE, _always, Wording.IRONIC_QUERY),
+    StepKind(Kind.POWER_STATE, _always, Wording.IRONIC_QUERY),
+    StepKind(Kind.UNRESERVED, _always, Wording.IRONIC_QUERY),
+    StepKind(Kind.OWNER, _once(lambda s: s.owner), Wording.IRONIC_QUERY),
+    StepKind(Kind.CANDIDATES, _once(lambda s: s.candidate_nodes),
+             Wording.IRONIC_QUERY),
+    StepKind(Kind.TRAITS, _once(lambda s: s.traits), Wording.IRONIC_TRAITS),
+    StepKind(Kind.NODE_OWNER,
+             _once(lambda s: s.constraints.node_owner is not None),
+             Wording.CONSTRAINT),
+    StepKind(Kind.NODE_LESSEE,
+             _once(lambda s: s.constraints.node_lessee is not None),
+             Wording.CONSTRAINT),
+    StepKind(Kind.FORBIDDEN_TRAITS,
+             _once(lambda s: s.constraints.forbidden_traits),
+             Wording.CONSTRAINT),
+    StepKind(Kind.PROPERTY, lambda s: len(s.constraints.properties),
+             Wording.CONSTRAINT),
+    StepKind(Kind.CONDUCTOR_GROUP,
+             _once(lambda s: s.constraints.conductor_group is not None),
+             Wording.CONSTRAINT),
+    StepKind(Kind.SHARD, _once(lambda s: s.constraints.shard is not None),
+             Wording.CONSTRAINT),
+    StepKind(Kind.NODE_NAME,
+             _once(lambda s: s.constraints.require_node_name),
+             Wording.CONSTRAINT),
+)
+_ROWS = {row.kind: row for row in FUNNEL}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -263,30 +337,11 @@ class Step:
         return str(self.kind.value)
 
 
-_ALWAYS = (Kind.RESOURCE_CLASS, Kind.AVAILABLE, Kind.NOT_IN_MAINTENANCE,
-           Kind.POWER_STATE, Kind.UNRESERVED)
-
-
 def steps(selection: Selection) -> list[Step]:
-    """The steps that apply to ``selection``, in funnel order."""
-    con = selection.constraints
-    optional = [
-        (Kind.OWNER, bool(selection.owner)),
-        (Kind.NODE_OWNER, con.node_owner is not None),
-        (Kind.NODE_LESSEE, con.node_lessee is not None),
-        (Kind.TRAITS, bool(selection.traits)),
-        (Kind.FORBIDDEN_TRAITS, bool(con.forbidden_traits)),
-    ]
-    result = [Step(kind) for kind in _ALWAYS]
-    result += [Step(kind) for kind, wanted in optional if wanted]
-    result += [Step(Kind.PROPERTY, i) for i in range(len(con.properties))]
-    tail = [
-        (Kind.CONDUCTOR_GROUP, con.conductor_group is not None),
-        (Kind.SHARD, con.shard is not None),
-        (Kind.NODE_NAME, con.require_node_name),
-        (Kind.CANDIDATES, bool(selection.candidate_nodes)),
-    ]
-    return result + [Step(kind) for kind, wanted in tail if wanted]
+    """The steps of :data:`FUNNEL` that apply to ``selection``, in
+    order."""
+    return [Step(row.kind, index) for row in FUNNEL
+            for index in range(row.applies(selection))]
 
 
 def node_passes(step: Step, selection: Selection,
@@ -400,9 +455,55 @@ def preferred_first(nodes: Sequence[Mapping[str, Any]],
     return sorted(nodes, key=lambda n: name is None or n.get("name") != name)
 
 
+def reason(selection: Selection, emptied: Step) -> str:
+    """Why no node matched, naming the step that left none, in Ironic's
+    words for Ironic's steps (Ironic blames the resource class, or the
+    candidates when some were named, for every step of its query)."""
+    wording = _ROWS[emptied.kind].wording
+    rc = selection.resource_class
+    if wording is Wording.IRONIC_QUERY:
+        if selection.candidate_nodes:
+            return ("none of the requested nodes are available and match "
+                    f"the resource class {rc}")
+        return f"no available nodes match the resource class {rc}"
+    if wording is Wording.IRONIC_TRAITS:
+        return ("no suitable nodes have the requested traits "
+                f"{', '.join(selection.traits)}")
+    label = _label(selection, emptied)
+    return f"no suitable nodes match the constraint {label}"
+
+
+def _label(selection: Selection, step: Step) -> str:
+    con = selection.constraints
+    if step.kind is Kind.PROPERTY:
+        return f"property {con.properties[step.index].label}"
+    if step.kind is Kind.FORBIDDEN_TRAITS:
+        return f"forbidden_traits {', '.join(con.forbidden_traits)}"
+    value = {Kind.NODE_OWNER: con.node_owner, Kind.NODE_LESSEE:
+             con.node_lessee, Kind.CONDUCTOR_GROUP: con.conductor_group,
+             Kind.SHARD: con.shard, Kind.NODE_NAME: con.node_name}
+    return f"{step.kind.value} {value.get(step.kind)}"
+
+
+def empty_step(selection: Selection, funnel_: Funnel) -> Step | None:
+    """The first step of ``funnel_`` that left no node (None: some
+    nodes pass every step)."""
+    for step, (_name, count) in zip(steps(selection), funnel_.counts,
+                                    strict=True):
+        if count == 0:
+            return step
+    return None
+
+
+def with_funnel(reason_: str, funnel_: Funnel) -> str:
+    """A reason followed by the whole funnel in one line (what clients
+    that opted into the extension read)."""
+    return f"{reason_}; funnel: {funnel_.one_line()}"
+
+
 def empty_reason(selection: Selection, funnel_: Funnel) -> str:
-    """Why nothing matched, in one line naming the step that emptied the
-    set, followed by the whole funnel."""
-    emptied = funnel_.first_empty
-    return (f"no node passes {emptied} for resource class "
-            f"{selection.resource_class}; funnel: {funnel_.one_line()}")
+    """Why nothing matched (:func:`reason` of the step that emptied the
+    set) followed by the whole funnel."""
+    emptied = empty_step(selection, funnel_)
+    assert emptied is not None, "the funnel lets nodes through"
+    return with_funnel(reason(selection, emptied), funnel_)

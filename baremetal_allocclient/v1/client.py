@@ -494,6 +494,8 @@ class Client:
             opted_in += self._constrain(body, constraints)
         if queue:
             opted_in.append(self._enqueue(body, deadline))
+        opted_in += [name for name in self._known_extensions()
+                     if name not in opted_in]
         if opted_in:
             headers = {**(headers or {}),
                        EXTENSION_HEADER: ", ".join(opted_in)}
@@ -557,9 +559,13 @@ class Client:
         fields: Sequence[str] | None = None,
     ) -> Allocation:
         names = resources.validate_fields(Allocation, fields)
-        # After a create that waits in line, the answer says the place.
-        headers = ({EXTENSION_HEADER: queueing.EXTENSION}
-                   if self._queue_used and names is None else None)
+        # After a create that waits in line, the answer says the place;
+        # a known constraints extension adds the funnel to last_error.
+        opted_in = self._known_extensions()
+        if self._queue_used and names is None:
+            opted_in.append(queueing.EXTENSION)
+        headers = ({EXTENSION_HEADER: ", ".join(opted_in)}
+                   if opted_in else None)
         response = self._transport.request(
             "GET",
             "/v1/allocations/" + transport.quote(ident),
@@ -866,6 +872,17 @@ class Client:
                 "GET", "/v1", feature=versions.NODES)
             self._v1_doc = self._transport.json(response)
         return self._v1_doc
+
+    def _known_extensions(self) -> list[str]:
+        """Extensions to opt into on every allocation request: the
+        constraints extension once ``GET /v1`` was read (for a constrained,
+        grouped or queued call) and advertised it, so that ``last_error``
+        of a failure carries the selection funnel.  Never a request of
+        its own: a client that did not discover reads Ironic's text."""
+        if self._v1_doc is not None and selecting.extension_advertised(
+                self._v1_doc):
+            return [EXTENSION]
+        return []
 
     def supports_constraints(self) -> bool:
         """Whether the server evaluates constraints itself (the reference

@@ -82,7 +82,7 @@ def _render(
 ) -> dict[str, Any]:
     return views.allocation_view(
         allocation, _node_uuid(session, allocation), ctx.base_url,
-        ctx.minor, fields,
+        ctx.minor, fields, extensions.constraints_requested(ctx),
     )
 
 
@@ -130,12 +130,13 @@ def list_allocations(ctx: Context) -> Response:
         query = listing.order_and_page(
             query, page, column, Allocation.id, marker
         )
+        funnel = extensions.constraints_requested(ctx)
         rows: list[tuple[Allocation, str | None]] = [
             (row[0], row[1]) for row in session.execute(query)
         ]
         items = [
             views.allocation_view(a, node_uuid, ctx.base_url, ctx.minor,
-                                  fields)
+                                  fields, funnel)
             for a, node_uuid in rows
         ]
     body: dict[str, Any] = {"allocations": items}
@@ -157,7 +158,8 @@ def get_allocation(ctx: Context, ident: str) -> Response:
     with ctx.services.db.read() as session:
         allocation, node_uuid = read_allocation(session, ident, ctx)
     body = views.allocation_view(
-        allocation, node_uuid, ctx.base_url, ctx.minor, fields
+        allocation, node_uuid, ctx.base_url, ctx.minor, fields,
+        extensions.constraints_requested(ctx),
     )
     if fields is None:
         body = _with_queue(ctx, allocation, body)
@@ -338,6 +340,13 @@ def _instance_in_use(session: Session, given_uuid: str | None) -> str | None:
             f"cannot be associated with another node.")
 
 
+def _scope(ctx: Context) -> str | None:
+    """The project whose allocations a member's figures count (None: an
+    admin's count everything)."""
+    who = policy.principal(ctx)
+    return None if who.admin else who.project
+
+
 def _with_queue(ctx: Context, allocation: Allocation,
                 body: dict[str, Any]) -> dict[str, Any]:
     """Add the queue extension's ``queue`` object (deadline, position in
@@ -349,7 +358,8 @@ def _with_queue(ctx: Context, allocation: Allocation,
         return body
     try:
         with ctx.services.db.read() as session:
-            position = queries.queue_position(session, allocation, utcnow())
+            position = queries.queue_position(
+                session, allocation, utcnow(), _scope(ctx))
     except Exception as exc:
         if not is_unavailable(exc):
             raise
@@ -376,10 +386,11 @@ def _settled_view(
         if settled is not None:
             allocation.state = settled.state
             allocation.last_error = settled.last_error
+            allocation.funnel_error = settled.funnel_error
             allocation.updated_at = settled.updated_at
             return views.allocation_view(
                 allocation, settled.node_uuid, ctx.base_url, ctx.minor,
-                None,
+                None, extensions.constraints_requested(ctx),
             )
         with ctx.services.db.read() as session:
             current = session.get(Allocation, allocation.id)

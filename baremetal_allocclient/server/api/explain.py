@@ -6,7 +6,9 @@ The body is what ``POST /v1/allocations`` takes, ``constraints``
 included (no opt-in header is needed on this endpoint).  The answer
 counts, in one query, the nodes left after each step of
 :func:`baremetal_allocclient.constraints.steps` and names the first step
-that left none.  Members count only the nodes they own or lease.
+that left none.  Members count only the nodes they own or lease; a
+request with an owner counts only that owner's nodes, as the funnel in
+the allocation's ``last_error`` does.
 """
 
 from __future__ import annotations
@@ -51,7 +53,9 @@ def explain_allocation(ctx: Context) -> Response:
             name=body.get("name"),
             constraints=wanted,
         )
-        funnel = queries.funnel_counts(
-            session, request, policy.node_filter(who))
+        visible = policy.node_filter(who)
+        if visible is None:  # an admin: the nodes the owner may see
+            visible = queries.visible_to(owner)
+        funnel = queries.funnel_counts(session, request, visible)
     return json_response(
         {"resource_class": request.resource_class, **funnel.as_dict()})

@@ -7,7 +7,9 @@ the header (doc/source/explanation/lifecycle.rst); the constraints extension's
 the request names the extension in the ``X-Baremetal-Alloc-Extensions``
 header (otherwise the body is checked exactly as Ironic checks it), and
 ``GET /v1`` lists the extensions under ``extensions``, a key Ironic does
-not send.  Wire format: doc/source/howto/choosing-nodes.rst.
+not send.  A failed allocation's ``last_error`` is Ironic's text unless
+the request opted into the constraints extension, which adds the
+selection funnel.  Wire format: doc/source/howto/choosing-nodes.rst.
 """
 
 from __future__ import annotations
@@ -106,6 +108,9 @@ def advertisement(base_url: str, services: Services | None = None,
             "version": CONSTRAINTS_VERSION,
             "header": constraints.EXTENSION_HEADER,
             "explain": f"{base_url}{constraints.EXPLAIN_PATH}",
+            # A request opted into this extension reads last_error with
+            # the selection funnel; any other reads Ironic's text.
+            "funnel_in_last_error": True,
         },
         "capacity": {"href": f"{base_url}{capacity.PATH}"},
     }

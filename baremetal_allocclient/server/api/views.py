@@ -221,15 +221,19 @@ def allocation_view(
     base_url: str,
     minor: int,
     fields: Sequence[str] | None = None,
+    funnel: bool = False,
 ) -> dict[str, Any]:
-    """An allocation as Ironic renders it at ``minor``."""
+    """An allocation as Ironic renders it at ``minor``; with ``funnel``
+    (the request opted into the constraints extension) ``last_error``
+    carries the selection funnel when one was recorded."""
     values: dict[str, Any] = {
         "uuid": allocation.uuid,
         "created_at": timestamp(allocation.created_at),
         "updated_at": timestamp(allocation.updated_at),
         "candidate_nodes": list(allocation.candidate_nodes or []),
         "extra": allocation.extra or {},
-        "last_error": allocation.last_error,
+        "last_error": (allocation.funnel_error or allocation.last_error
+                       if funnel else allocation.last_error),
         "name": allocation.name,
         "owner": allocation.owner,
         "resource_class": allocation.resource_class,

@@ -38,6 +38,8 @@ class Settled:
     node_uuid: str | None
     last_error: str | None
     updated_at: datetime.datetime
+    #: ``last_error`` with the funnel, for clients that opted in.
+    funnel_error: str | None = None
 
 
 class Backend(Protocol):

@@ -37,19 +37,15 @@ SEARCH_ROUNDS = 5
 TOP_ID_TTL = 1.0
 
 
-def explain(db: Database, job: Job, tried: int) -> str:
-    """Why no node was found: the filter that removed the last one (in
-    Ironic's wording), then the whole funnel in one line."""
-    filters = list(job.filters)
+def explain(db: Database, job: Job, tried: int) -> selection.Why:
+    """Why no node was found: Ironic's text, and the same with the
+    funnel (counting, for an allocation with an owner, only the nodes
+    that owner may see)."""
+    request = job.request
     with db.read() as session:
-        counts = queries.cumulative_counts(session, job.request, filters)
-        funnel = queries.funnel_counts(session, job.request)
-    emptied = selection.first_empty(job.request, counts)
-    if emptied is None:  # nodes appeared meanwhile; they were raced
-        reason = selection.reservation_failure(tried)
-    else:
-        reason = selection.empty_reason(job.request, emptied)
-    return selection.with_funnel(reason, funnel)
+        funnel = queries.funnel_counts(
+            session, request, queries.visible_to(request.owner))
+    return selection.explain_failure(request, funnel, tried)
 
 
 def no_node(db: Database, job: Job, reason: str) -> Settled | None:
@@ -65,18 +61,22 @@ def no_node(db: Database, job: Job, reason: str) -> Settled | None:
         job.request.resource_class, job.created_at, job.queue_deadline))
 
 
-def fail(db: Database, job: Job, reason: str) -> Settled | None:
-    """Move the allocation to ``error`` with Ironic's wording (None: it
+def fail(db: Database, job: Job, reason: str | selection.Why
+         ) -> Settled | None:
+    """Move the allocation to ``error`` with Ironic's wording and, when
+    there is one, the funnel's text for clients that opted in (None: it
     was no longer this conductor's to fail)."""
-    message = selection.failure_message(job.allocation_uuid, reason)
+    why = selection.Why(reason) if isinstance(reason, str) else reason
+    message = selection.failure_message(job.allocation_uuid, why.ironic)
+    detail = (None if why.extended is None else
+              selection.failure_message(job.allocation_uuid, why.extended))
     now = utcnow()
     if not queries.fail_allocation(db, job.allocation_id,
                                    job.allocation_uuid, job.affinity,
-                                   message, now):
+                                   message, now, detail):
         return None
     LOG.info("Allocation %s finished: error", job.allocation_uuid)
-    return Settled(queries.ERROR, None, message, now)
-
+    return Settled(queries.ERROR, None, message, now, detail)
 
 
 def db_capacity(

@@ -185,7 +185,8 @@ class PlacementBackend:
             pool = self.client.allocation_candidates(rc, request.traits)
         eligible = self._eligible(job, pool)
         if not eligible:
-            reason = database.explain(self._db, job, 0)
+            reason: str | selection.Why = database.explain(
+                self._db, job, 0)
             if not request.candidate_nodes:
                 with self._db.read() as session:
                     matching = queries.candidates(

@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from sqlalchemy import ColumnElement
 from sqlalchemy.orm import Session
 
+from baremetal_allocclient import constraints
 from baremetal_allocclient.server.db import queries
 from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import Allocation, utcnow
@@ -83,7 +84,7 @@ def reserve_group(
         except _Short as short:
             promised = short.promised
         with db.read() as session:
-            reason = shortfall(session, request, filters, count, visible,
+            reason = shortfall(session, request, count, visible,
                                promised)
         if reason is not None:
             return Outcome(reason=reason)
@@ -120,24 +121,24 @@ def _reserve(session: Session, members: Sequence[Allocation],
     return tuple((m, n.uuid) for m, n in zip(members, nodes, strict=True))
 
 
-def shortfall(session: Session, request: Request,
-              filters: Sequence[AnyFilter], count: int,
+def shortfall(session: Session, request: Request, count: int,
               visible: ColumnElement[bool] | None,
               promised: int = 0) -> str | None:
     """Why ``count`` nodes cannot be had, or None when enough match and
     are free (they were only locked or taken by concurrent requests).
     ``promised`` of the free ones are kept for allocations waiting in
     line, which arrived first."""
-    counts = queries.cumulative_counts(session, request, list(filters))
-    free = max(counts[-1] - promised, 0)
+    if visible is None:
+        visible = queries.visible_to(request.owner)
+    funnel = queries.funnel_counts(session, request, visible)
+    free = max(funnel.candidates - promised, 0)
     if free >= count:
         return None
-    funnel = queries.funnel_counts(session, request, visible)
-    emptied = selection.first_empty(request, counts)
+    emptied = constraints.empty_step(request.selection, funnel)
     reason = f"{free} of the {count} nodes needed are available"
     if promised:
         reason += (f" ({promised} more promised to allocations waiting "
                    f"in line, which came first)")
     elif emptied is not None:
-        reason += f" ({selection.empty_reason(request, emptied)})"
-    return selection.with_funnel(reason, funnel)
+        reason += f" ({constraints.reason(request.selection, emptied)})"
+    return constraints.with_funnel(reason, funnel)

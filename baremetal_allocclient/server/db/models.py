@@ -179,7 +179,11 @@ class Allocation(Base):
         Integer, ForeignKey("nodes.id", ondelete="SET NULL"), index=True
     )
     state: Mapped[str] = mapped_column(ExactString(15))
+    #: Why it failed, in Ironic's words (what every client reads) ...
     last_error: Mapped[str | None] = mapped_column(ExactText())
+    #: ... and the same with the selection funnel, read instead by
+    #: clients that opted into the constraints extension.
+    funnel_error: Mapped[str | None] = mapped_column(ExactText())
     resource_class: Mapped[str | None] = mapped_column(ExactString(80))
     traits: Mapped[list[str]] = mapped_column(JSON, default=list)
     candidate_nodes: Mapped[list[str]] = mapped_column(JSON, default=list)

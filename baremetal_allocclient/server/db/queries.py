@@ -507,18 +507,12 @@ def candidate_window(
     return found
 
 
-def cumulative_counts(
-    session: Session, request: Request, filters: Sequence[AnyFilter]
-) -> list[int]:
-    """How many nodes survive each prefix of ``filters`` (for diagnosis)."""
-    counts = []
-    params = filter_params(request)
-    for i in range(1, len(filters) + 1):
-        query = select(func.count(Node.id)).where(
-            *predicates(tuple(filters[:i]))
-        )
-        counts.append(int(session.connection().scalar(query, params) or 0))
-    return counts
+def visible_to(owner: str | None) -> ColumnElement[bool] | None:
+    """The nodes an allocation's owner may see (owned or leased), or
+    None (every node) without an owner."""
+    if owner is None:
+        return None
+    return or_(Node.owner == owner, Node.lessee == owner)
 
 
 def constraint_condition(
@@ -545,8 +539,8 @@ _BASIC_STEPS: dict[Kind, tuple[ColumnElement[bool], ...]] = {
     Kind.UNRESERVED: (Node.instance_uuid.is_(None),
                       Node.allocation_id.is_(None)),
 }
-_IRONIC_STEPS = {Kind.OWNER: Filter.OWNER, Kind.TRAITS: Filter.TRAITS,
-                 Kind.CANDIDATES: Filter.CANDIDATES}
+_IRONIC_STEPS = {Kind.OWNER: Filter.OWNER, Kind.CANDIDATES:
+                 Filter.CANDIDATES, Kind.TRAITS: Filter.TRAITS}
 
 
 def _step_conditions(step: Step, request: Request
@@ -654,7 +648,8 @@ _ALLOCATION_ACTIVE = (
     .where(Allocation.id == bindparam("r_allocation"),
            Allocation.uuid == bindparam("r_uuid"))
     .values(state=ACTIVE, node_id=bindparam("r_node"),
-            updated_at=bindparam("r_now"), last_error=None)
+            updated_at=bindparam("r_now"), last_error=None,
+            funnel_error=None)
 )
 #: An allocation that waited in line: its lease starts now.
 _ALLOCATION_ACTIVE_RELEASED_FROM_LINE = _ALLOCATION_ACTIVE.values(
@@ -849,6 +844,7 @@ _EARLIER_IN_LINE = (
 )
 _POSITION = select(func.count(Allocation.id)).where(
     *_IN_LINE, Allocation.id <= bindparam("q_before"))
+_POSITION_AMONG = _POSITION.where(Allocation.owner == bindparam("q_owner"))
 
 
 def _node_matches(conn: Any, node_id: int, request: Request) -> bool:
@@ -925,13 +921,16 @@ def waiting_before(conn: Any, allocation_id: int, node_id: int,
 
 
 def queue_position(session: Session, allocation: Allocation,
-                   now: datetime.datetime) -> int:
+                   now: datetime.datetime, project: str | None = None
+                   ) -> int:
     """1-based place of a waiting allocation in its resource class's
-    line (one indexed count)."""
-    return int(session.connection().scalar(_POSITION, {
-        "q_rc": allocation.resource_class, "q_now": now,
-        "q_before": allocation.id,
-    }) or 0)
+    line (one indexed count); with ``project``, counting only the
+    allocations ahead that this project owns (all a member may see)."""
+    return int(session.connection().scalar(
+        _POSITION if project is None else _POSITION_AMONG, {
+            "q_rc": allocation.resource_class, "q_now": now,
+            "q_before": allocation.id, "q_owner": project,
+        }) or 0)
 
 
 def queued_rows(db: Database, affinity: str
@@ -1000,9 +999,11 @@ def fail_allocation(
     affinity: str,
     message: str,
     now: datetime.datetime | None = None,
+    detail: str | None = None,
 ) -> bool:
     """Move an allocating allocation this conductor owns (this id *and*
-    UUID) to ``error``."""
+    UUID) to ``error``: ``message`` in ``last_error``, ``detail`` (the
+    text with the funnel) in ``funnel_error``."""
     with db.write() as session:
         result = session.execute(
             update(Allocation)
@@ -1012,7 +1013,7 @@ def fail_allocation(
                 Allocation.state == ALLOCATING,
                 Allocation.conductor_affinity == affinity,
             )
-            .values(state=ERROR, last_error=message,
+            .values(state=ERROR, last_error=message, funnel_error=detail,
                     updated_at=now or utcnow())
         )
         return rowcount(result) == 1

@@ -1,8 +1,10 @@
-"""Candidate selection decisions: filter order, failure wording, ordering.
+"""Candidate selection decisions: filters, failure texts, ordering.
 
-The database applies the filters (see ``db/queries.py``); this module says
-in which order they are applied, which message names the filter that left
-no node, and in which order the survivors are tried.
+The database applies the filters (see ``db/queries.py``) in the order of
+the one funnel (:data:`baremetal_allocclient.constraints.FUNNEL`), which
+also words the failures; this module groups the funnel's steps into SQL
+filters, builds the two texts of a failure (Ironic's, and the one with
+the funnel for clients that opted in) and orders the survivors.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from baremetal_allocclient import constraints
 from baremetal_allocclient.constraints import (
     Constraints,
     Funnel,
@@ -25,12 +28,21 @@ from baremetal_allocclient.constraints import (
 
 
 class Filter(enum.Enum):
-    """Filters in the order they narrow the candidate set."""
+    """SQL filters for Ironic's steps of the funnel."""
 
-    RESOURCE_CLASS = "resource_class"  # plus available/maintenance/power
-    CANDIDATES = "candidate_nodes"
+    #: The funnel's resource class, available, not in maintenance, power
+    #: state and unreserved steps in one filter (the selection index).
+    RESOURCE_CLASS = "resource_class"
     OWNER = "owner"
+    CANDIDATES = "candidate_nodes"
     TRAITS = "traits"
+
+
+#: The funnel's steps that :attr:`Filter.RESOURCE_CLASS` applies.
+BASIC_KINDS = (Kind.RESOURCE_CLASS, Kind.AVAILABLE, Kind.NOT_IN_MAINTENANCE,
+               Kind.POWER_STATE, Kind.UNRESERVED)
+_IRONIC_FILTERS = {Kind.OWNER: Filter.OWNER, Kind.CANDIDATES:
+                   Filter.CANDIDATES, Kind.TRAITS: Filter.TRAITS}
 
 
 @dataclass(frozen=True)
@@ -77,21 +89,10 @@ def _property_variant(request: Request, index: int) -> str:
     return "eq_number" if prop.number is not None else "eq_text"
 
 
-_CONSTRAINT_KINDS = (Kind.NODE_OWNER, Kind.NODE_LESSEE,
-                     Kind.FORBIDDEN_TRAITS, Kind.PROPERTY,
-                     Kind.CONDUCTOR_GROUP, Kind.SHARD, Kind.NODE_NAME)
-
-
 def constraint_filters(request: Request) -> list[ConstraintFilter]:
     """The extension's filters for this request, in funnel order."""
-    result = []
-    for step in funnel_steps(request):
-        if step.kind not in _CONSTRAINT_KINDS:
-            continue
-        variant = (_property_variant(request, step.index)
-                   if step.kind is Kind.PROPERTY else "")
-        result.append(ConstraintFilter(step.kind, step.index, variant))
-    return result
+    return [f for f in active_filters(request)
+            if isinstance(f, ConstraintFilter)]
 
 
 def funnel_steps(request: Request) -> list[Step]:
@@ -108,77 +109,41 @@ class Candidate(NamedTuple):
 
 
 def active_filters(request: Request) -> list[AnyFilter]:
-    """The filters that apply to this request, in order: Ironic's,
-    then the constraints extension's."""
-    filters: list[AnyFilter] = [Filter.RESOURCE_CLASS]
-    if request.candidate_nodes:
-        filters.append(Filter.CANDIDATES)
-    if request.owner:
-        filters.append(Filter.OWNER)
-    if request.traits:
-        filters.append(Filter.TRAITS)
-    filters.extend(constraint_filters(request))
+    """The filters that apply to this request, in funnel order."""
+    filters: list[AnyFilter] = []
+    for step in funnel_steps(request):
+        if step.kind in BASIC_KINDS:
+            if Filter.RESOURCE_CLASS not in filters:
+                filters.append(Filter.RESOURCE_CLASS)
+        elif step.kind in _IRONIC_FILTERS:
+            filters.append(_IRONIC_FILTERS[step.kind])
+        else:
+            variant = (_property_variant(request, step.index)
+                       if step.kind is Kind.PROPERTY else "")
+            filters.append(ConstraintFilter(step.kind, step.index, variant))
     return filters
 
 
-def empty_reason(request: Request, emptied_by: AnyFilter) -> str:
-    """Why no node matched, naming the filter that removed the last one.
+class Why(NamedTuple):
+    """A failure's two texts: Ironic's (what every client reads) and,
+    when there is a funnel, the same followed by it (what clients that
+    opted into the extension read)."""
 
-    Ironic's wording is kept for the resource class, candidate and trait
-    cases; Ironic has no owner message (it blames the resource class).
-    """
-    rc = request.resource_class
-    if emptied_by is Filter.RESOURCE_CLASS:
-        return f"no available nodes match the resource class {rc}"
-    if emptied_by is Filter.CANDIDATES:
-        return (
-            f"none of the requested nodes are available and match the "
-            f"resource class {rc}"
-        )
-    if isinstance(emptied_by, ConstraintFilter):
-        return (f"no suitable nodes match the constraint "
-                f"{_label(request, emptied_by)}")
-    if emptied_by is Filter.OWNER:
-        return (
-            f"no available nodes matching the resource class {rc} are "
-            f"owned by or leased to project {request.owner}"
-        )
-    return (
-        f"no suitable nodes have the requested traits "
-        f"{', '.join(request.traits)}"
-    )
+    ironic: str
+    extended: str | None = None
 
 
-def _label(request: Request, flt: ConstraintFilter) -> str:
-    con = request.constraints
-    if flt.kind is Kind.PROPERTY:
-        return f"property {con.properties[flt.position].label}"
-    if flt.kind is Kind.FORBIDDEN_TRAITS:
-        return f"forbidden_traits {', '.join(con.forbidden_traits)}"
-    value = {Kind.NODE_OWNER: con.node_owner, Kind.NODE_LESSEE:
-             con.node_lessee, Kind.CONDUCTOR_GROUP: con.conductor_group,
-             Kind.SHARD: con.shard, Kind.NODE_NAME: con.node_name}
-    return f"{flt.kind.value} {value.get(flt.kind)}"
-
-
-def with_funnel(reason: str, funnel: Funnel) -> str:
-    """The reason (Ironic's wording for Ironic's filters), followed by the
-    whole funnel in one line."""
-    return f"{reason}; funnel: {funnel.one_line()}"
-
-
-def first_empty(
-    request: Request, counts: Sequence[int]
-) -> AnyFilter | None:
-    """Given cumulative match counts per active filter, the one that emptied.
-
-    ``counts[i]`` is the number of nodes left after applying
-    ``active_filters(request)[: i + 1]``.
-    """
-    for flt, count in zip(active_filters(request), counts, strict=True):
-        if count == 0:
-            return flt
-    return None
+def explain_failure(request: Request, funnel: Funnel, tried: int) -> Why:
+    """Why no node was reserved, given the funnel counted now: the step
+    that left none in the funnel's wording or, when nodes pass every
+    step (concurrent requests took them), Ironic's reservation
+    failure."""
+    emptied = constraints.empty_step(request.selection, funnel)
+    if emptied is None:
+        reason = reservation_failure(tried)
+    else:
+        reason = constraints.reason(request.selection, emptied)
+    return Why(reason, constraints.with_funnel(reason, funnel))
 
 
 def reservation_failure(tried: int) -> str:

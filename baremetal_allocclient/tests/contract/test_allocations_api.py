@@ -554,5 +554,60 @@ class VersionGating(base.ContractMixin):
         self.assertError(response, 400, "owner")
 
 
+class IronicLastError(base.ContractMixin):
+    """A client that did not opt into the extensions (no
+    ``X-Baremetal-Alloc-Extensions``) reads ``last_error`` exactly as
+    Ironic writes it, whichever step of the selection left no node."""
+
+    def assertLastError(self, failed: dict[str, Any], reason: str) -> None:
+        self.assertEqual("error", failed["state"])
+        self.assertEqual(
+            f"Failed to process allocation {failed['uuid']}: {reason}.",
+            failed["last_error"])
+        self.assertEqual(failed["last_error"], self.target.expect(
+            200, "GET", f"/v1/allocations/{failed['uuid']}")["last_error"])
+
+    def test_no_node_of_the_resource_class(self) -> None:
+        rc = targets.unique("rc")
+        self.assertLastError(self.allocate({"resource_class": rc}),
+                             f"no available nodes match the resource class "
+                             f"{rc}")
+
+    def test_owner_that_owns_no_node(self) -> None:
+        """Ironic filters the owner in its first query and blames the
+        resource class."""
+        rc, _ = self.enroll(1, owner="someone")
+        self.assertLastError(
+            self.allocate({"resource_class": rc, "owner": "stranger"}),
+            f"no available nodes match the resource class {rc}")
+
+    def test_candidates_that_do_not_match(self) -> None:
+        rc, _ = self.enroll(1)
+        _, (other,) = self.enroll(1)
+        self.assertLastError(
+            self.allocate({"resource_class": rc,
+                           "candidate_nodes": [other["uuid"]]}),
+            f"none of the requested nodes are available and match the "
+            f"resource class {rc}")
+
+    def test_trait_that_no_node_has(self) -> None:
+        rc, _ = self.enroll(1, traits=["CUSTOM_A"])
+        self.assertLastError(
+            self.allocate({"resource_class": rc, "traits": ["CUSTOM_ZZZ"]}),
+            "no suitable nodes have the requested traits CUSTOM_ZZZ")
+
+    def test_candidate_without_the_trait_blames_the_traits(self) -> None:
+        """Two nodes of one class, only the second with CUSTOM_X; asking
+        for CUSTOM_X on the first: the candidates pass, the traits do
+        not (issue 20, item 8)."""
+        rc, (first,) = self.enroll(1)
+        self.enroll(1, traits=["CUSTOM_X"], resource_class=rc)
+        self.assertLastError(
+            self.allocate({"resource_class": rc, "traits": ["CUSTOM_X"],
+                           "candidate_nodes": [first["name"]]}),
+            "no suitable nodes have the requested traits CUSTOM_X")
+
+
 globals().update(targets.per_target(AllocationApi))
 globals().update(targets.per_target(VersionGating))
+globals().update(targets.per_target(IronicLastError))

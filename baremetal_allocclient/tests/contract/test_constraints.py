@@ -218,16 +218,18 @@ class Constrained(base.ContractMixin):
         self.assertEqual((1, None), (doc["candidates"], doc["first_empty"]))
 
     def test_explain_names_the_first_empty_step(self) -> None:
+        """Ironic's steps (candidates included) first, then the
+        extension's."""
         doc = self.client.explain(
-            self.rc, candidate_nodes=[self.names["d"]],
-            constraints=Constraints(shard="s1", node_owner="p1"))
+            self.rc, candidate_nodes=[self.names["a"], self.names["c"]],
+            constraints=Constraints(shard="s2", node_owner="p1"))
         self.assertEqual([
             ("resource_class", 4), ("available", 4),
             ("not_in_maintenance", 3), ("power_state", 3),
-            ("unreserved", 3), ("node_owner", 1), ("shard", 1),
-            ("candidate_nodes", 0),
+            ("unreserved", 3), ("candidate_nodes", 2), ("node_owner", 1),
+            ("shard", 0),
         ], [(s["step"], s["count"]) for s in doc["funnel"]])
-        self.assertEqual((0, "candidate_nodes"),
+        self.assertEqual((0, "shard"),
                          (doc["candidates"], doc["first_empty"]))
 
     def cli(self, program: str, *args: str) -> Any:

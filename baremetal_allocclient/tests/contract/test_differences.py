@@ -122,23 +122,6 @@ class IronicDifferences(base.ContractMixin):
                 self.target.request("GET", "/v1/allocations/not-a-uuid"),
                 404, "Allocation not-a-uuid could not be found.")
 
-    def test_last_error_names_the_owner_filter(self) -> None:
-        """Owner mismatch: reference last_error names the owner filter.
-
-        Ironic says only "no available nodes match the resource class X"
-        although nodes of that class exist and the owner emptied the set.
-        """
-        rc, _ = self.enroll(1, owner="someone")
-        failed = self.allocate({"resource_class": rc, "owner": "stranger"})
-        self.assertEqual("error", failed["state"])
-        if self.is_reference:
-            self.assertRegex(failed["last_error"], r"\bown(er|ed)\b")
-            self.assertIn("stranger", failed["last_error"])
-        else:
-            self.assertIn(f"no available nodes match the resource class {rc}",
-                          failed["last_error"])
-            self.assertNotIn("owner", failed["last_error"])
-
     def test_node_list_with_allocation_uuid_field(self) -> None:
         """``GET /v1/nodes?fields=uuid,allocation_uuid``: reference 200.
 

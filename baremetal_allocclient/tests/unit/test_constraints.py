@@ -93,9 +93,9 @@ class FunnelTests(testtools.TestCase):
         names = [s.name(selection) for s in model.steps(selection)]
         self.assertEqual([
             "resource_class", "available", "not_in_maintenance",
-            "power_state", "unreserved", "owner", "node_owner",
-            "node_lessee", "traits", "forbidden_traits", "property:cpus>=2",
-            "conductor_group", "shard", "node_name", "candidate_nodes",
+            "power_state", "unreserved", "owner", "candidate_nodes",
+            "traits", "node_owner", "node_lessee", "forbidden_traits",
+            "property:cpus>=2", "conductor_group", "shard", "node_name",
         ], names)
 
     def test_counts(self) -> None:

@@ -64,7 +64,7 @@ class _MigrationTests:
         self.db.upgrade()
         current, head = self.db.schema_revisions()
         case.assertEqual(head, current)
-        case.assertEqual("0012_exact_collation", head)
+        case.assertEqual("0013_allocation_funnel_error", head)
         with self.db.engine.connect() as conn:
             diff = compare_metadata(MigrationContext.configure(conn),
                                     Base.metadata)
@@ -230,6 +230,30 @@ class _MigrationTests:
         case.assertEqual([("cpu_arch", "x86_64", None), ("cpus", "8", 8.0)],
                          [tuple(row) for row in rows])
 
+    def test_0013_keeps_last_error_and_downgrades(self) -> None:
+        """Allocations failed before 0013 keep their ``last_error`` and
+        have no ``funnel_error``; the migration also goes back down."""
+        case: Any = self
+        with self.db.engine.begin() as conn:
+            command.downgrade(self.db._alembic_config(conn),
+                              "0012_exact_collation")
+        old = table("allocations", column("uuid"), column("state"),
+                    column("last_error"), column("resource_class"),
+                    column("traits", JSON), column("candidate_nodes", JSON),
+                    column("extra", JSON), column("created_at"))
+        failed = str(uuid.uuid4())
+        with self.db.engine.begin() as conn:
+            conn.execute(insert(old).values(
+                uuid=failed, state="error", last_error="why; funnel: x",
+                resource_class="rc", traits=[], candidate_nodes=[],
+                extra={}, created_at=utcnow()))
+        self.db.upgrade()
+        with self.db.read() as session:
+            row = session.execute(
+                select(Allocation.last_error, Allocation.funnel_error)
+                .where(Allocation.uuid == failed)).one()
+        case.assertEqual(("why; funnel: x", None), tuple(row))
+
 
     def test_text_compares_exactly(self) -> None:
         """Names differing in case or a trailing space are two nodes, and
@@ -311,7 +335,9 @@ class _MigrationTests:
         case.assertEqual({"utf8mb4_general_ci"},
                          set(self._collations(self.db).values())
                          - {"utf8mb4_bin"})
-        self.db.upgrade()
+        with self.db.engine.begin() as conn:
+            command.upgrade(self.db._alembic_config(conn),
+                            "0012_exact_collation")
         case.assertEqual("0012_exact_collation",
                          self.db.schema_revisions()[0])
         case.assertEqual({"utf8mb4_nopad_bin"},
@@ -328,7 +354,7 @@ class _MigrationTests:
         self.db.upgrade()
 
     def _filled_0011(self) -> dict[str, list[tuple[Any, ...]]]:
-        """Rows in every table (0011's columns are the models'), as the
+        """Rows in every table (0011's columns), as the
         old collation stored them."""
         with self.db.write() as session:
             node = Node(uuid=str(uuid.uuid4()), name="Node-Old",
@@ -340,7 +366,14 @@ class _MigrationTests:
             session.add(node)
             session.flush()
             session.add(NodeTrait(node_id=node.id, trait="CUSTOM_A"))
-            session.add(Allocation(
+            # 0011's allocation columns (the model has 0013's too).
+            old = table("allocations", column("uuid"), column("name"),
+                        column("state"), column("resource_class"),
+                        column("owner"), column("node_id"),
+                        column("traits", JSON),
+                        column("candidate_nodes", JSON),
+                        column("extra", JSON), column("created_at"))
+            session.execute(insert(old).values(
                 uuid=str(uuid.uuid4()), name="Alloc-Old", state="active",
                 resource_class="RC1", owner="Team-A", node_id=node.id,
                 traits=["CUSTOM_A"], candidate_nodes=[], extra={"k": "v"},

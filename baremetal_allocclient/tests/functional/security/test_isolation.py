@@ -110,7 +110,18 @@ class IsolationTests(testtools.TestCase):
         failed = self._allocate(self.alice)
         self._cleanup_allocation(failed["uuid"])
         self.assertEqual("error", failed["state"])
-        self.assertIn(sup.PROJECT_A, failed["last_error"])
+        # Ironic's words; opted in, the funnel counts only alice's nodes.
+        reason = (f"Failed to process allocation {failed['uuid']}: no "
+                  f"available nodes match the resource class {self.rc}")
+        self.assertEqual(reason + ".", failed["last_error"])
+        opted = self.server.expect(
+            200, "GET", f"/v1/allocations/{failed['uuid']}",
+            auth=self.alice,
+            headers={"X-Baremetal-Alloc-Extensions": "constraints"})
+        self.assertEqual(
+            reason + "; funnel: resource_class 3 > available 3 > "
+            "not_in_maintenance 3 > power_state 3 > unreserved 0 > owner 0 "
+            "(emptied by unreserved).", opted["last_error"])
 
     def test_foreign_candidate_nodes_do_not_exist_for_a_member(self) -> None:
         foreign = self.b_nodes[0]

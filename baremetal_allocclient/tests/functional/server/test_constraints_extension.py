@@ -74,6 +74,7 @@ class ConstraintsExtensionTests(testtools.TestCase):
         self.assertEqual(1, entry["version"])
         self.assertEqual("X-Baremetal-Alloc-Extensions", entry["header"])
         self.assertTrue(entry["explain"].endswith("/v1/allocation_explain"))
+        self.assertIs(True, entry["funnel_in_last_error"])
 
     def test_constrained_allocation_takes_only_a_matching_node(self) -> None:
         rc = _rc()
@@ -98,15 +99,20 @@ class ConstraintsExtensionTests(testtools.TestCase):
             "> power_state 1 > unreserved 1 > property:cpus>=16 0 "
             "(emptied by property:cpus>=16)", error)
 
-    def test_plain_failures_carry_the_funnel_too(self) -> None:
+    def test_plain_failures_read_as_ironic_unless_opted_in(self) -> None:
         rc = _rc()
         self.nodes(rc, 4)
         resp = self.post({"resource_class": rc, "traits": ["CUSTOM_X"]})
-        self.assertIn("no suitable nodes have the requested traits "
-                      "CUSTOM_X; funnel: resource_class 1 > ",
-                      resp.json()["last_error"])
-        self.assertIn("traits 0 (emptied by traits)",
-                      resp.json()["last_error"])
+        uuid = resp.json()["uuid"]
+        ironic = (f"Failed to process allocation {uuid}: no suitable "
+                  f"nodes have the requested traits CUSTOM_X")
+        self.assertEqual(ironic + ".", resp.json()["last_error"])
+        opted = self.server.request("GET", f"/v1/allocations/{uuid}",
+                                    headers=_EXT).json()["last_error"]
+        self.assertEqual(
+            ironic + "; funnel: resource_class 1 > available 1 > "
+            "not_in_maintenance 1 > power_state 1 > unreserved 1 > "
+            "traits 0 (emptied by traits).", opted)
 
     def test_explain_is_one_request_and_reserves_nothing(self) -> None:
         rc = _rc()

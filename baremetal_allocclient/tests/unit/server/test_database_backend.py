@@ -61,12 +61,13 @@ class DatabaseBackendTests(testtools.TestCase):
         with self.db.read() as session:
             row = session.execute(
                 select(Allocation.state, Node.uuid, Allocation.last_error,
-                       Allocation.updated_at)
+                       Allocation.updated_at, Allocation.funnel_error)
                 .outerjoin(Node, Node.id == Allocation.node_id)
                 .where(Allocation.uuid == uuid)
             ).one()
         assert row.updated_at is not None
-        return Settled(row.state, row[1], row.last_error, row.updated_at)
+        return Settled(row.state, row[1], row.last_error, row.updated_at,
+                       row.funnel_error)
 
     def test_each_filter_narrows_to_the_one_matching_node(self) -> None:
         for uuid, request in (
@@ -106,8 +107,11 @@ class DatabaseBackendTests(testtools.TestCase):
         self.assertEqual(self.stored("none"), report)
         assert report is not None
         self.assertEqual("error", report.state)
-        self.assertIn("no suitable nodes have the requested traits "
-                      "CUSTOM_MISSING", str(report.last_error))
+        self.assertEqual("Failed to process allocation none: no suitable "
+                         "nodes have the requested traits CUSTOM_MISSING.",
+                         report.last_error)
+        self.assertIn("CUSTOM_MISSING; funnel: resource_class ",
+                      str(report.funnel_error))
 
     def test_fleet_exhausted_then_error(self) -> None:
         reports = [self.backend.allocate(self.job(f"a{i}"))

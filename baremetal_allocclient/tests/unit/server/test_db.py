@@ -166,17 +166,16 @@ class ReservationTests(DbTestCase):
             self.assertIsNone(session.scalar(
                 select(Allocation.id).where(Allocation.uuid == "a-0")))
 
-    def test_cumulative_counts_and_candidates(self) -> None:
+    def test_funnel_counts_and_candidates(self) -> None:
         request = selection.Request("rc", traits=("CUSTOM_X",))
-        filters = selection.active_filters(request)
         with self.db.read() as session:
-            self.assertEqual([1, 0], queries.cumulative_counts(
-                session, request, filters))
+            self.assertEqual([1, 1, 1, 1, 1, 0], [
+                c for _, c in queries.funnel_counts(session, request).counts])
             self.assertEqual([(self.node_id, "n1")], queries.candidates(
                 session, self.request, self.filters))
         with self.db.write() as session:
             queries.replace_traits(session, self.node_id,
                                    ["CUSTOM_X", "CUSTOM_Y"])
         with self.db.read() as session:
-            self.assertEqual([1, 1], queries.cumulative_counts(
-                session, request, filters))
+            self.assertEqual(1, queries.funnel_counts(
+                session, request).candidates)

@@ -73,8 +73,8 @@ class PrefilterTests(ClientTestCase):
         self.assertFalse(post.called)
         self.assertEqual("property:cpus>=8",
                          caught.exception.funnel["first_empty"])
-        self.assertIn("no node passes property:cpus>=8",
-                      str(caught.exception))
+        self.assertIn("no suitable nodes match the constraint property "
+                      "cpus>=8; funnel: ", str(caught.exception))
         listings = [r for r in self.mock.request_history
                     if r.path == "/v1/nodes"]
         # The narrow listing, then the whole resource class to explain.
@@ -134,6 +134,29 @@ class ExtensionTests(ClientTestCase):
         self.assertEqual("resource_class", doc["first_empty"])
         self.assertEqual(["/v1", "/v1/allocation_explain"],
                          [r.path for r in self.mock.request_history])
+
+    def test_once_discovered_every_allocation_request_opts_in(
+            self) -> None:
+        """So that last_error carries the funnel (the server sends
+        Ironic's text to clients that did not opt in)."""
+        self.mock.post(ALLOCS, status_code=201, headers=self.headers(),
+                       json=fakes.allocation(uuid="u1"))
+        self.mock.get(ALLOCS + "/u1", headers=self.headers(),
+                      json=fakes.allocation(uuid="u1"))
+        self.client.get_allocation("u1")
+        self.client.create_allocation("rc")
+        self.assertEqual(
+            [("/v1/allocations/u1", None), ("/v1/allocations", None)],
+            [(r.path, r.headers.get("X-Baremetal-Alloc-Extensions"))
+             for r in self.mock.request_history])
+        self.assertTrue(self.client.supports_constraints())
+        self.client.create_allocation("rc")
+        self.client.get_allocation("u1")
+        self.assertEqual(
+            [("/v1", None), ("/v1/allocations", "constraints"),
+             ("/v1/allocations/u1", "constraints")],
+            [(r.path, r.headers.get("X-Baremetal-Alloc-Extensions"))
+             for r in self.mock.request_history[2:]])
 
     def test_backfill_refuses_constraints(self) -> None:
         self.assertRaises(exceptions.InvalidArgument,
