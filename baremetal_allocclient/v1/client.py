@@ -486,17 +486,27 @@ class Client:
             feature = versions.ALLOCATION_OWNER
         elif node is not None:
             feature = versions.ALLOCATION_BACKFILL
-        deadline = deadline or budget.unlimited(self._clock)
-        hold = None if prefer_wait is None else deadline.hold(prefer_wait)
-        headers = _prefer_wait_header(hold, self._transport.request_timeout)
-        opted_in: list[str] = []
-        if constraints:
-            opted_in += self._constrain(body, constraints)
-        if queue:
-            opted_in.append(self._enqueue(body, deadline))
-        if opted_in:
-            headers = {**(headers or {}),
-                       EXTENSION_HEADER: ", ".join(opted_in)}
+        deadline = deadline or budget.current() or budget.unlimited(
+            self._clock)
+        with budget.bounded(deadline):
+            return self._post_allocation(body, feature, deadline,
+                                         prefer_wait, constraints, queue)
+
+    def _post_allocation(
+        self, body: dict[str, Any], feature: versions.Feature,
+        deadline: budget.Deadline, prefer_wait: float | None,
+        constraints: Constraints | None, queue: bool,
+    ) -> Allocation:
+        """Complete ``body`` with the extensions it needs and send it."""
+        try:
+            headers = self._create_headers(body, deadline, prefer_wait,
+                                           constraints, queue)
+        except exceptions.ClientError as exc:
+            # Whatever a request before the create met, the create was
+            # not sent: nothing was made.
+            exc.outcome_unknown = False
+            raise
+        uuid = body["uuid"]
         try:
             response = self._transport.request(
                 "POST", "/v1/allocations", feature=feature, json=body,
@@ -512,6 +522,25 @@ class Client:
                 raise
             return existing
         return self._allocation(response)
+
+    def _create_headers(
+        self, body: dict[str, Any], deadline: budget.Deadline,
+        prefer_wait: float | None, constraints: Constraints | None,
+        queue: bool,
+    ) -> dict[str, str] | None:
+        """The create's headers (``Prefer: wait``, the extensions it opts
+        in to); adds the extensions' fields to ``body``."""
+        hold = None if prefer_wait is None else deadline.hold(prefer_wait)
+        headers = _prefer_wait_header(hold, self._transport.request_timeout)
+        opted_in: list[str] = []
+        if constraints:
+            opted_in += self._constrain(body, constraints)
+        if queue:
+            opted_in.append(self._enqueue(body, deadline))
+        if opted_in:
+            headers = {**(headers or {}),
+                       EXTENSION_HEADER: ", ".join(opted_in)}
+        return headers
 
     def _enqueue(self, body: dict[str, Any],
                  deadline: budget.Deadline) -> str:
@@ -1118,11 +1147,11 @@ class Client:
             owner=owner,
             constraints=constraints,
         )
-        in_line = queue and node is None and self.supports_queue()
-        with interrupts.sigterm_raises():
+        deadline = self.deadline(timeout)
+        with budget.bounded(deadline), interrupts.sigterm_raises():
+            in_line = queue and node is None and self.supports_queue()
             run = reservation.Reservation(
-                self, request, self.deadline(timeout), on_progress,
-                queue=in_line,
+                self, request, deadline, on_progress, queue=in_line,
             )
             try:
                 return run.settle_one(retry_capacity=queue and not in_line)
@@ -1187,9 +1216,11 @@ class Client:
             extra=dict(extra) if extra is not None else None, owner=owner,
             constraints=constraints,
         )
-        with interrupts.sigterm_raises() as installed:
-            run = grouping.GroupRun(self, request, count,
-                                    self.deadline(timeout), on_progress)
+        deadline = self.deadline(timeout)
+        with budget.bounded(deadline), \
+                interrupts.sigterm_raises() as installed:
+            run = grouping.GroupRun(self, request, count, deadline,
+                                    on_progress)
             try:
                 return run.make()
             except (KeyboardInterrupt, exceptions.Terminated) as exc:
@@ -1282,7 +1313,9 @@ class Client:
         deadline = self.deadline(timeout)
         deleted: list[str] = []
         failures: list[str] = []
-        for member in self.list_group(name):
+        with budget.bounded(deadline):
+            members = self.list_group(name)
+        for member in members:
             try:
                 if self.delete_allocation(str(member.uuid),
                                           ignore_missing=True,
