@@ -438,7 +438,12 @@ class Client:
         ``active`` or ``error`` in this one request.  Ironic ignores the
         header and answers ``allocating``, so it is always safe to send.
         The hold never exceeds what is left of ``deadline`` (less
-        :data:`budget.HOLD_MARGIN`), and no attempt outlives it.
+        :data:`budget.HOLD_MARGIN`), and no attempt outlives it, nor
+        does a request the create needs first (the extension discovery,
+        the node listing of a client-side selection).  Without
+        ``deadline``, the current operation's (:func:`budget.current`)
+        applies.  A failure's ``outcome_unknown`` says whether the
+        allocation may have been made.
 
         ``lease`` (a ``timedelta`` or ``"2h"``, ``"1h30m"``...) records
         when the allocation should be given back, in ``extra`` (see
@@ -1114,7 +1119,8 @@ class Client:
         """Create an allocation and wait until it is ``active``.
 
         ``timeout`` is the whole budget, from the create to the last poll
-        (every request and retry included).  The create asks the server
+        (every request and retry included, the extension discovery
+        too).  The create asks the server
         to answer once the allocation settled (``Prefer: wait``, within
         the budget), so on the reference server this is usually one
         request; polling takes over when the answer is still
@@ -1123,7 +1129,9 @@ class Client:
 
         If anything fails (``error`` state, timeout, an error, Ctrl-C
         (KeyboardInterrupt) or SIGTERM), the allocation is deleted before
-        the error propagates, so a failed call leaves nothing behind.
+        the error propagates, so a failed call leaves nothing behind; a
+        create the server refused (4xx) or never received made nothing
+        and is not deleted.
         SIGTERM is deferred for this (in the main thread, when SIGTERM has
         its default action): after the delete the process ends as SIGTERM
         would have ended it.
