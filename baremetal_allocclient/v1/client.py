@@ -534,14 +534,15 @@ class Client:
         queue: bool,
     ) -> dict[str, str] | None:
         """The create's headers (``Prefer: wait``, the extensions it opts
-        in to); adds the extensions' fields to ``body``."""
-        hold = None if prefer_wait is None else deadline.hold(prefer_wait)
-        headers = _prefer_wait_header(hold, self._transport.request_timeout)
+        in to); adds the extensions' fields to ``body``.  The hold is
+        computed last, from what the discovery left of ``deadline``."""
         opted_in: list[str] = []
         if constraints:
             opted_in += self._constrain(body, constraints)
         if queue:
             opted_in.append(self._enqueue(body, deadline))
+        hold = None if prefer_wait is None else deadline.hold(prefer_wait)
+        headers = _prefer_wait_header(hold, self._transport.request_timeout)
         if opted_in:
             headers = {**(headers or {}),
                        EXTENSION_HEADER: ", ".join(opted_in)}

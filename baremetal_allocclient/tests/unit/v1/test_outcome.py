@@ -4,6 +4,7 @@ and the current operation's deadline (``budget.bounded``)."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import requests
 import testtools
@@ -134,6 +135,19 @@ class BoundedTest(ClientTestCase):
                           timeout=3.0, queue=True)
         self.assertEqual(["GET", "POST"], [r.method for r in self.history])
         self.assertLessEqual(self.history[0].timeout, 3.0)
+
+    def test_the_hold_is_what_the_discovery_left(self) -> None:
+        def slow_discovery(request: Any, context: Any) -> dict[str, Any]:
+            self.clock.sleep(2.0)
+            return V1
+
+        self.mock.get(E + "/v1", json=slow_discovery, headers=self.headers())
+        self.mock.post(ALLOCS, status_code=201, json=fakes.allocation())
+        self.client.create_allocation(
+            "rc", queue=True, prefer_wait=10,
+            deadline=self.client.deadline(5.0))
+        # 5 s - 2 s of discovery - the 0.5 s margin: wait=2, not wait=4.
+        self.assertEqual("wait=2", self.history[-1].headers["Prefer"])
 
     def test_discovery_is_read_once(self) -> None:
         self.mock.get(E + "/v1", json=V1, headers=self.headers())
