@@ -44,7 +44,16 @@ __all__ = [
 
 
 class ClientError(Exception):
-    """Base class of every error raised on purpose by this package."""
+    """Base class of every error raised on purpose by this package.
+
+    ``outcome_unknown`` is True when the request that failed may still
+    have been applied by the server: an attempt was sent and got no
+    answer (a timeout, a connection lost after sending) or a 5xx.  It is
+    False when the server clearly refused every attempt (a 4xx) or none
+    reached it (connection refused, nothing sent before the deadline).
+    """
+
+    outcome_unknown: bool = False
 
 
 class InvalidArgument(ClientError, ValueError):

@@ -9,14 +9,23 @@ what is left (:meth:`Deadline.request_timeout`), retries only while the
 delay fits (:meth:`Deadline.allows`), and refuses to start a request once
 nothing is left (:class:`~baremetal_allocclient.exceptions.DeadlineExceeded`).
 
+An operation also makes requests it does not pass a deadline to: the
+extension discovery (``GET /v1``), version negotiation (``GET /``), the
+node listing of a client-side selection.  While an operation runs, its
+deadline is *the current one* (:func:`bounded`, :func:`current`): the
+transport bounds every request sent without an explicit deadline by it,
+so one deadline covers every request of the operation.
+
 The decisions are pure functions of the clock, which is injected.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from baremetal_allocclient import exceptions
 
@@ -106,3 +115,27 @@ class Deadline:
 def unlimited(clock: Clock = time.monotonic) -> Deadline:
     """A deadline that never expires."""
     return Deadline(None, clock=clock)
+
+
+_CURRENT: contextvars.ContextVar[Deadline | None] = contextvars.ContextVar(
+    "baremetal_alloc_deadline", default=None)
+
+
+def current() -> Deadline | None:
+    """The deadline of the operation running in this thread (or task),
+    if any (see :func:`bounded`)."""
+    return _CURRENT.get()
+
+
+@contextlib.contextmanager
+def bounded(deadline: Deadline | None) -> Iterator[Deadline | None]:
+    """Make ``deadline`` the current one for the requests made inside
+    (``None`` keeps the current one)."""
+    if deadline is None:
+        yield current()
+        return
+    token = _CURRENT.set(deadline)
+    try:
+        yield deadline
+    finally:
+        _CURRENT.reset(token)

@@ -438,7 +438,12 @@ class Client:
         ``active`` or ``error`` in this one request.  Ironic ignores the
         header and answers ``allocating``, so it is always safe to send.
         The hold never exceeds what is left of ``deadline`` (less
-        :data:`budget.HOLD_MARGIN`), and no attempt outlives it.
+        :data:`budget.HOLD_MARGIN`), and no attempt outlives it, nor
+        does a request the create needs first (the extension discovery,
+        the node listing of a client-side selection).  Without
+        ``deadline``, the current operation's (:func:`budget.current`)
+        applies.  A failure's ``outcome_unknown`` says whether the
+        allocation may have been made.
 
         ``lease`` (a ``timedelta`` or ``"2h"``, ``"1h30m"``...) records
         when the allocation should be given back, in ``extra`` (see
@@ -486,19 +491,27 @@ class Client:
             feature = versions.ALLOCATION_OWNER
         elif node is not None:
             feature = versions.ALLOCATION_BACKFILL
-        deadline = deadline or budget.unlimited(self._clock)
-        hold = None if prefer_wait is None else deadline.hold(prefer_wait)
-        headers = _prefer_wait_header(hold, self._transport.request_timeout)
-        opted_in: list[str] = []
-        if constraints:
-            opted_in += self._constrain(body, constraints)
-        if queue:
-            opted_in.append(self._enqueue(body, deadline))
-        opted_in += [name for name in self._known_extensions()
-                     if name not in opted_in]
-        if opted_in:
-            headers = {**(headers or {}),
-                       EXTENSION_HEADER: ", ".join(opted_in)}
+        deadline = deadline or budget.current() or budget.unlimited(
+            self._clock)
+        with budget.bounded(deadline):
+            return self._post_allocation(body, feature, deadline,
+                                         prefer_wait, constraints, queue)
+
+    def _post_allocation(
+        self, body: dict[str, Any], feature: versions.Feature,
+        deadline: budget.Deadline, prefer_wait: float | None,
+        constraints: Constraints | None, queue: bool,
+    ) -> Allocation:
+        """Complete ``body`` with the extensions it needs and send it."""
+        try:
+            headers = self._create_headers(body, deadline, prefer_wait,
+                                           constraints, queue)
+        except exceptions.ClientError as exc:
+            # Whatever a request before the create met, the create was
+            # not sent: nothing was made.
+            exc.outcome_unknown = False
+            raise
+        uuid = body["uuid"]
         try:
             response = self._transport.request(
                 "POST", "/v1/allocations", feature=feature, json=body,
@@ -514,6 +527,28 @@ class Client:
                 raise
             return existing
         return self._allocation(response)
+
+    def _create_headers(
+        self, body: dict[str, Any], deadline: budget.Deadline,
+        prefer_wait: float | None, constraints: Constraints | None,
+        queue: bool,
+    ) -> dict[str, str] | None:
+        """The create's headers (``Prefer: wait``, the extensions it opts
+        in to); adds the extensions' fields to ``body``.  The hold is
+        computed last, from what the discovery left of ``deadline``."""
+        opted_in: list[str] = []
+        if constraints:
+            opted_in += self._constrain(body, constraints)
+        if queue:
+            opted_in.append(self._enqueue(body, deadline))
+        opted_in += [name for name in self._known_extensions()
+                     if name not in opted_in]
+        hold = None if prefer_wait is None else deadline.hold(prefer_wait)
+        headers = _prefer_wait_header(hold, self._transport.request_timeout)
+        if opted_in:
+            headers = {**(headers or {}),
+                       EXTENSION_HEADER: ", ".join(opted_in)}
+        return headers
 
     def _enqueue(self, body: dict[str, Any],
                  deadline: budget.Deadline) -> str:
@@ -1102,7 +1137,8 @@ class Client:
         """Create an allocation and wait until it is ``active``.
 
         ``timeout`` is the whole budget, from the create to the last poll
-        (every request and retry included).  The create asks the server
+        (every request and retry included, the extension discovery
+        too).  The create asks the server
         to answer once the allocation settled (``Prefer: wait``, within
         the budget), so on the reference server this is usually one
         request; polling takes over when the answer is still
@@ -1111,7 +1147,9 @@ class Client:
 
         If anything fails (``error`` state, timeout, an error, Ctrl-C
         (KeyboardInterrupt) or SIGTERM), the allocation is deleted before
-        the error propagates, so a failed call leaves nothing behind.
+        the error propagates, so a failed call leaves nothing behind; a
+        create the server refused (4xx) or never received made nothing
+        and is not deleted.
         SIGTERM is deferred for this (in the main thread, when SIGTERM has
         its default action): after the delete the process ends as SIGTERM
         would have ended it.
@@ -1135,11 +1173,11 @@ class Client:
             owner=owner,
             constraints=constraints,
         )
-        in_line = queue and node is None and self.supports_queue()
-        with interrupts.sigterm_raises():
+        deadline = self.deadline(timeout)
+        with budget.bounded(deadline), interrupts.sigterm_raises():
+            in_line = queue and node is None and self.supports_queue()
             run = reservation.Reservation(
-                self, request, self.deadline(timeout), on_progress,
-                queue=in_line,
+                self, request, deadline, on_progress, queue=in_line,
             )
             try:
                 return run.settle_one(retry_capacity=queue and not in_line)
@@ -1204,9 +1242,11 @@ class Client:
             extra=dict(extra) if extra is not None else None, owner=owner,
             constraints=constraints,
         )
-        with interrupts.sigterm_raises() as installed:
-            run = grouping.GroupRun(self, request, count,
-                                    self.deadline(timeout), on_progress)
+        deadline = self.deadline(timeout)
+        with budget.bounded(deadline), \
+                interrupts.sigterm_raises() as installed:
+            run = grouping.GroupRun(self, request, count, deadline,
+                                    on_progress)
             try:
                 return run.make()
             except (KeyboardInterrupt, exceptions.Terminated) as exc:
@@ -1299,7 +1339,9 @@ class Client:
         deadline = self.deadline(timeout)
         deleted: list[str] = []
         failures: list[str] = []
-        for member in self.list_group(name):
+        with budget.bounded(deadline):
+            members = self.list_group(name)
+        for member in members:
             try:
                 if self.delete_allocation(str(member.uuid),
                                           ignore_missing=True,

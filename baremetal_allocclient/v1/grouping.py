@@ -129,11 +129,14 @@ class GroupRun:
             made = self.client._post_group(
                 wire_body(self.request, self.count, self.uuids),
                 self.run.deadline)
-        except exceptions.Conflict as exc:
-            if not exc.retried:
-                # The one transaction created nothing: no clean-up.
+        except exceptions.ClientError as exc:
+            if not exc.outcome_unknown:
+                # Refused or never received: the one transaction created
+                # nothing, so there is nothing to clean up.
                 self.run.attempted.clear()
-            raise native_failure(self.count, exc) from exc
+            if isinstance(exc, exceptions.Conflict):
+                raise native_failure(self.count, exc) from exc
+            raise
         self.run.confirm(made)
         return made
 
@@ -160,8 +163,11 @@ class GroupRun:
                 exc.reason, failed=exc.failed, left=report.failed,
                 rolled_back=bool(report.deleted or report.failed))
         reason, failed = failure_reason(self.count, self.run.made(), exc)
+        # Nothing to roll back when no create may have made anything.
+        touched = report.deleted or report.absent or report.failed
         return exceptions.GroupFailed(reason, failed=failed,
-                                      left=report.failed)
+                                      left=report.failed,
+                                      rolled_back=bool(touched))
 
 
 def native_failure(count: int, exc: exceptions.Conflict

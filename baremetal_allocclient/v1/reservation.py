@@ -6,7 +6,10 @@ The one implementation behind :meth:`Client.allocate` and ``create
 * Each allocation gets its UUID from the client (unless the user chose
   one) and the UUID is recorded *before* the request is sent, so an
   allocation whose create was cut off (timeout, Ctrl-C, SIGTERM) is still
-  known and can be deleted or reported.
+  known and can be deleted or reported.  A create the server clearly
+  refused (a 4xx) or that never reached it (connection refused, nothing
+  sent in time) made nothing: its UUID is forgotten at once, so it is
+  neither deleted nor reported as possibly left.
 * Creates, the ``Prefer: wait`` hold and every poll share one
   :class:`~baremetal_allocclient.v1.budget.Deadline`.
 * :meth:`Reservation.release` deletes everything recorded, within a
@@ -154,25 +157,34 @@ class Reservation:
         """Create ``count`` allocations; ``hold`` asks the server to
         answer a single create once it settled (``Prefer: wait``)."""
         prefer = waiting.PREFER_WAIT if hold and count == 1 else None
-        request = self.request
         for _ in range(count):
-            uuid = request.uuid or str(uuidlib.uuid4())
+            uuid = self.request.uuid or str(uuidlib.uuid4())
             self.attempted.append(uuid)
             self._report()
-            made = self.client.create_allocation(
-                request.resource_class, traits=request.traits,
-                candidate_nodes=request.candidate_nodes, name=request.name,
-                uuid=uuid, extra=request.extra, node=request.node,
-                owner=request.owner, prefer_wait=prefer,
-                deadline=self.deadline, constraints=request.constraints,
-                queue=self.queue,
-            )
+            try:
+                made = self._create_one(uuid, prefer)
+            except exceptions.ClientError as exc:
+                if not exc.outcome_unknown:
+                    # Refused (4xx) or never received: nothing was made.
+                    self.attempted.remove(uuid)
+                raise
             # A server that ignores the UUID field (none known) still
             # gets its own UUID used from here on.
             self.attempted[-1] = made.uuid or uuid
             self._latest[self.attempted[-1]] = made
         self._report()
         return self.made()
+
+    def _create_one(self, uuid: str, prefer: float | None) -> Allocation:
+        request = self.request
+        return self.client.create_allocation(
+            request.resource_class, traits=request.traits,
+            candidate_nodes=request.candidate_nodes, name=request.name,
+            uuid=uuid, extra=request.extra, node=request.node,
+            owner=request.owner, prefer_wait=prefer,
+            deadline=self.deadline, constraints=request.constraints,
+            queue=self.queue,
+        )
 
     def wait(self) -> list[Allocation]:
         """Wait until all settle within the deadline; return them.

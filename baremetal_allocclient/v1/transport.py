@@ -255,22 +255,39 @@ class Transport:
         """Send one API call at the right version; raise typed errors.
 
         ``deadline`` bounds every attempt and retry (DeadlineExceeded when
-        it runs out).  ``idempotent`` says that repeating the request is
-        harmless, so any lost connection (reset, timeout) is retried, not
-        only a refused one.  ``at_least`` raises the version of this one
-        request above the client's maximum (for fields the caller reads as
-        raw JSON, such as a node's ``shard`` at 1.82), when the server
-        supports it.
+        it runs out); without one, the current operation's deadline
+        (:func:`budget.current`) does.  ``idempotent`` says that
+        repeating the request is harmless, so any lost connection (reset,
+        timeout) is retried, not only a refused one.  ``at_least`` raises
+        the version of this one request above the client's maximum (for
+        fields the caller reads as raw JSON, such as a node's ``shard``
+        at 1.82), when the server supports it.
 
         Returns the successful response.  Raises HttpError subclasses
         (``retried`` set when more than one attempt was sent),
-        VersionNotSupported, ConnectionFailed or DeadlineExceeded.
+        VersionNotSupported, ConnectionFailed or DeadlineExceeded, with
+        ``outcome_unknown`` set when an attempt may have been applied.
         """
+        attempt = _Attempt(deadline or budget.current()
+                           or budget.unlimited(), idempotent)
+        try:
+            return self._request(method, path, feature, attempt, params=params,
+                                 json=json, headers=headers,
+                                 at_least=at_least)
+        except exceptions.ClientError as exc:
+            exc.outcome_unknown = attempt.unknown
+            raise
+
+    def _request(
+        self, method: str, path: str, feature: versions.Feature,
+        attempt: _Attempt, *, params: Mapping[str, Any] | None,
+        json: Any, headers: Mapping[str, str] | None,
+        at_least: versions.Version | None,
+    ) -> requests.Response:
         url = self.url(path)
         version = self._version_for(feature)
         if at_least is not None and version < at_least:
             version = self._raised(at_least)
-        attempt = _Attempt(deadline or budget.unlimited(), idempotent)
         response = self._send(
             method, url, version, params=params, json=json, headers=headers,
             attempt=attempt,
@@ -353,7 +370,8 @@ class Transport:
         attempt: _Attempt | None = None,
     ) -> requests.Response:
         """Send with the retry budget; return the last response."""
-        attempt = attempt or _Attempt(budget.unlimited(), False)
+        attempt = attempt or _Attempt(
+            budget.current() or budget.unlimited(), False)
         kwargs: dict[str, Any] = {
             "raise_exc": False,
             "headers": {"Accept": "application/json", **(headers or {})},
@@ -369,6 +387,7 @@ class Transport:
             try:
                 response = self._send_once(method, url, attempt, kwargs)
             except ks_exc.ConnectionError as exc:
+                attempt.lost(exc)
                 delay = next(delays, None)
                 if (delay is None or not attempt.deadline.allows(delay)
                         or not attempt.may_repeat(exc)):
@@ -381,6 +400,8 @@ class Transport:
                 continue
             if response.status_code < 400:
                 return response
+            if response.status_code >= 500:
+                attempt.unknown = True
             message, _doc = exceptions.parse_error_body(response.content)
             if not retries.is_transient_status(
                 response.status_code, message
@@ -426,9 +447,11 @@ class Transport:
                     lambda: self.adapter.request(url, method, **kwargs),
                 )
         except _Overdue as exc:
+            attempt.unknown = True
             raise exceptions.DeadlineExceeded(method, url) from exc
         except ks_exc.ConnectTimeout as exc:
             if deadline.expired():
+                attempt.unknown = True
                 raise exceptions.DeadlineExceeded(method, url) from exc
             raise
         except ks_exc.ConnectionError:
@@ -501,6 +524,16 @@ class _Attempt:
         self.deadline = deadline
         self.idempotent = idempotent
         self.count = 0
+        #: An attempt was sent and may have been applied: it got no
+        #: answer, lost its connection after connecting, or a 5xx.
+        self.unknown = False
+
+    def lost(self, error: BaseException) -> None:
+        """Record a failed attempt: only a refused connection certainly
+        sent nothing (keystoneauth reports a read timeout as a
+        ConnectTimeout too)."""
+        if not is_transient_connection_error(error):
+            self.unknown = True
 
     def may_repeat(self, error: BaseException) -> bool:
         """A refused connection never reached the server; any other lost

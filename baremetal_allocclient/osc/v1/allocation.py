@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from baremetal_allocclient import exceptions
     from baremetal_allocclient.osc import progress as progress_module
     from baremetal_allocclient.v1 import Allocation, Client
+    from baremetal_allocclient.v1 import budget as budget_module
     from baremetal_allocclient.v1 import reservation as reservation_module
 
 LOG = logging.getLogger(__name__)
@@ -212,8 +213,6 @@ class CreateAllocation(show.ShowOne, _Provenance):
     ) -> tuple[Sequence[str], Any]:
         if group_options.wanted(parsed_args):
             return self._create_group(parsed_args)
-        waits = parsed_args.wait_timeout is not None
-        capacity = parsed_args.wait_for_capacity
         problem = parsing.create_arguments_problem(
             resource_class=parsed_args.resource_class,
             node=parsed_args.node,
@@ -224,16 +223,28 @@ class CreateAllocation(show.ShowOne, _Provenance):
             wait=parsed_args.wait_timeout,
             delete_on_failure=parsed_args.delete_on_failure,
             listed=parsed_args.count is not None,
-            wait_for_capacity=capacity,
+            wait_for_capacity=parsed_args.wait_for_capacity,
         )
         if problem:
             self._parser.error(problem)
+        from baremetal_allocclient.v1 import budget
+
+        # One budget from the first request to the last (0: no limit),
+        # extension discovery included.
+        client = _client(self)
+        deadline = client.deadline(parsed_args.wait_timeout or None)
+        with budget.bounded(deadline):
+            return self._create(client, deadline, parsed_args)
+
+    def _create(
+        self, client: Client, deadline: budget_module.Deadline,
+        parsed_args: argparse.Namespace,
+    ) -> tuple[Sequence[str], Any]:
         from baremetal_allocclient.osc import progress
         from baremetal_allocclient.v1 import interrupts, reservation
 
-        # One budget from the first request to the last (0: no limit).
-        client = _client(self)
-        deadline = client.deadline(parsed_args.wait_timeout or None)
+        waits = parsed_args.wait_timeout is not None
+        capacity = parsed_args.wait_for_capacity
         count = parsed_args.count or 1
         in_line = capacity and self._server_line(client, count)
         reporter = progress.for_stream(self.app.stderr) if waits else None
