@@ -60,9 +60,11 @@ class Node:
         self.ist_port = free_port()
         self.log_path = os.path.join(root, f"node{index}.err")
         self.proc: subprocess.Popen[bytes] | None = None
+        self.galera = True
 
-    def command(self, peers: str, bootstrap: bool) -> list[str]:
-        """The ``mariadbd`` command line."""
+    def command(self, peers: str | None, bootstrap: bool) -> list[str]:
+        """The ``mariadbd`` command line; without ``peers``, a plain
+        MariaDB server (no Galera), for comparison."""
         options = (f"base_port={self.gcomm_port};gcache.size=32M;"
                    f"ist.recv_addr=127.0.0.1:{self.ist_port};{_EVS}")
         command = [
@@ -76,6 +78,10 @@ class Node:
             "--innodb-buffer-pool-size=64M",
             "--innodb-flush-log-at-trx-commit=0", "--max-connections=300",
             "--character-set-server=utf8mb4",
+        ]
+        if peers is None:
+            return command
+        command += [
             "--wsrep-on=ON", f"--wsrep-provider={PROVIDER}",
             f"--wsrep-cluster-address=gcomm://{peers}",
             f"--wsrep-node-address=127.0.0.1:{self.gcomm_port}",
@@ -121,10 +127,12 @@ class Node:
             if self.proc is not None and self.proc.poll() is not None:
                 raise RuntimeError(f"node{self.index} exited: "
                                    f"{self.log_tail()}")
-            if (self.status("wsrep_ready") == "ON"
-                    and self.status("wsrep_local_state_comment")
-                    == "Synced"):
+            ready = self.status("wsrep_ready")
+            if ready == "ON" and self.status(
+                    "wsrep_local_state_comment") == "Synced":
                 return
+            if not self.galera and self.status("Uptime") is not None:
+                return  # a plain MariaDB server: up is ready
             time.sleep(0.2)
         raise RuntimeError(f"node{self.index} not Synced after {timeout} s: "
                            f"{self.log_tail()}")
@@ -142,14 +150,20 @@ class Node:
 class GaleraCluster:
     """Start with :meth:`start`; :meth:`stop` ends every process."""
 
-    def __init__(self, size: int = 3) -> None:
+    def __init__(self, size: int = 3, galera: bool = True) -> None:
         skip_unless_available()
         self.root = tempfile.mkdtemp(prefix="bm-alloc-galera-")
         self.nodes = [Node(i, self.root) for i in range(size)]
+        #: False: one plain MariaDB server (``size`` 1), for comparison.
+        self.galera = galera
+        for node in self.nodes:
+            node.galera = galera
         self.database = "test_" + uuid.uuid4().hex[:12]
 
     @property
-    def peers(self) -> str:
+    def peers(self) -> str | None:
+        if not self.galera:
+            return None
         return ",".join(f"127.0.0.1:{n.gcomm_port}" for n in self.nodes)
 
     def start(self) -> None:
@@ -174,7 +188,7 @@ class GaleraCluster:
         the cluster's current state (its data is a copy of the same
         installation, and nothing was written since), so it joins
         without any state transfer."""
-        if not bootstrap:
+        if not bootstrap and self.galera:
             self._write_state(node)
         with open(node.log_path, "ab") as log:
             node.proc = subprocess.Popen(
