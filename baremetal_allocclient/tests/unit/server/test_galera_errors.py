@@ -179,6 +179,55 @@ class NotReadyApiTests(_Case):
         self.assertNotIn("Unexpected error", self.logs.output)
 
 
+class ApiConflictTests(_Case):
+    """A request whose commit fails certification is run again: a
+    create, its reservation and a release end as without the conflict,
+    never a 500."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        workers = AllocationWorkers(self.db, "me", workers=2, backlog=0)
+        self.addCleanup(workers.shutdown)
+        hardware = FakeHardware(self.db, step_delay=0.01)
+        self.addCleanup(hardware.shutdown)
+        self.client = Client(Application(Services(self.db, workers,
+                                                  hardware, "me")))
+        with self.db.write() as session:
+            for i in range(2):
+                session.add(Node(uuid=f"node-{i}", name=f"n{i}",
+                                 driver="fake-hardware", resource_class="rc",
+                                 provision_state="available",
+                                 power_state="power off", maintenance=False,
+                                 instance_info={}))
+
+    def test_create_and_release_survive_conflicts_at_commit(self) -> None:
+        for conflicts in (1, 2):
+            fixture = CommitConflicts(self.db, times=conflicts)
+            with fixture:
+                resp = self.client.post(
+                    "/v1/allocations", json={"resource_class": "rc"},
+                    headers={**LATEST, "Prefer": "wait=10"})
+                self.assertEqual(201, resp.status_code, resp.data)
+                assert resp.json is not None
+                uuid_ = resp.json["uuid"]
+                self.assertEqual(conflicts, fixture.raised)
+            self.assertEqual("active", self.row_by_uuid(uuid_).state)
+        with self.db.read() as session:
+            count = len(session.scalars(select(Allocation.id)).all())
+        self.assertEqual(2, count)  # no duplicate from a retry
+        with CommitConflicts(self.db, times=1) as fixture:
+            resp = self.client.delete(f"/v1/allocations/{uuid_}",
+                                      headers=LATEST)
+            self.assertEqual(204, resp.status_code, resp.data)
+            self.assertEqual(1, fixture.raised)
+        self.assertNotIn("Unexpected error", self.logs.output)
+
+    def row_by_uuid(self, uuid_: str) -> Allocation:
+        with self.db.read() as session:
+            return session.scalars(select(Allocation).where(
+                Allocation.uuid == uuid_)).one()
+
+
 class TakeoverConflictTests(_Case):
     def test_certification_conflict_is_a_lost_race(self) -> None:
         self.dead_conductor("dead")
