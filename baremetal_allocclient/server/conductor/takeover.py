@@ -141,12 +141,11 @@ class Takeover:
                     break
                 if conductors.take_over(self._db, allocation_id, uuid, dead,
                                         self.me):
+                    LOG.info("Took over allocation %s from dead conductor "
+                             "%s (waiting in line)", uuid, dead)
                     claimed += 1
-        if claimed:
-            LOG.info("Took over %d allocations waiting in line from dead "
-                     "conductors", claimed)
-            if self._wake_queue is not None:
-                self._wake_queue()
+        if claimed and self._wake_queue is not None:
+            self._wake_queue()
         return claimed
 
     def _requeue_own(self) -> int:
