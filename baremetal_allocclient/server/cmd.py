@@ -234,17 +234,18 @@ def _serve(db: object, args: argparse.Namespace) -> int:
         db, args.conductor_name, args.workers, backlog=args.pending,
         allocation_delay=args.allocation_delay, backend=backend,
     )
-    takeover = Takeover(
-        db, workers, args.heartbeat_timeout, args.takeover_interval
-    )
-    hardware = FakeHardware(db, step_delay=args.step_delay)
-    expiry = LeaseExpiry(db, hardware, args.expire_leases,
-                         undeploy=args.expire_leases_undeploy)
     # Waiting in line needs the database's reservation (the Placement
     # backend does not offer it; see doc/source/explanation/lifecycle.rst).
     rounds = (QueueRounds(db, workers, args.queue_interval,
                           args.max_queue_wait)
               if backend.name == "database" else None)
+    takeover = Takeover(
+        db, workers, args.heartbeat_timeout, args.takeover_interval,
+        wake_queue=rounds.wake if rounds is not None else None,
+    )
+    hardware = FakeHardware(db, step_delay=args.step_delay)
+    expiry = LeaseExpiry(db, hardware, args.expire_leases,
+                         undeploy=args.expire_leases_undeploy)
     app = setup.wrap(
         Application(
             Services(db, workers, hardware, args.conductor_name, backend,

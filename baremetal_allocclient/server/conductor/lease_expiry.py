@@ -29,12 +29,17 @@ from collections.abc import Iterator
 from typing import Any
 
 from sqlalchemy import bindparam, select
+from sqlalchemy.exc import DBAPIError
 
 from baremetal_allocclient import leases
 from baremetal_allocclient.server.conductor import fake_hardware
 from baremetal_allocclient.server.conductor.periodic import Periodic
 from baremetal_allocclient.server.db import queries
-from baremetal_allocclient.server.db.engine import Database
+from baremetal_allocclient.server.db.engine import (
+    Database,
+    is_lost_race,
+    short_reason,
+)
 from baremetal_allocclient.server.db.models import Allocation, Node
 from baremetal_allocclient.server.logic import node_states as ns
 from baremetal_allocclient.server.logic import release
@@ -183,8 +188,18 @@ class LeaseExpiry:
         for uuid in list(expired_uuids(self._db, moment)):
             if self._periodic.stopping:
                 break
-            found = expire_one(self._db, uuid, moment,
-                               undeploy=self.undeploy)
+            try:
+                found = expire_one(self._db, uuid, moment,
+                                   undeploy=self.undeploy)
+            except DBAPIError as exc:
+                if not is_lost_race(exc):
+                    raise
+                # Another process (on Galera, through another node)
+                # changed the allocation or node first; the next round
+                # looks at it again.
+                LOG.info("Lease of allocation %s: lost a race, next "
+                         "round: %s", uuid, short_reason(exc))
+                continue
             if found is not None and self._report(found):
                 done.append(found)
         return done

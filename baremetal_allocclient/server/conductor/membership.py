@@ -10,6 +10,7 @@ import time
 from baremetal_allocclient.server.db import conductors
 from baremetal_allocclient.server.db.engine import (
     Database,
+    is_lost_race,
     is_unavailable,
     short_reason,
 )
@@ -86,6 +87,12 @@ class Membership:
                               "process while this one was not "
                               "registered", self.name)
             except Exception as exc:
+                if is_lost_race(exc):
+                    # Galera: a concurrent registration won at COMMIT;
+                    # the next heartbeat tries again.
+                    LOG.warning("Heartbeat lost a race with a concurrent "
+                                "transaction: %s", short_reason(exc))
+                    continue
                 if not is_unavailable(exc):
                     LOG.exception("Heartbeat failed")
                 elif not failing:

@@ -1,7 +1,8 @@
 """One background round every few seconds, for the conductor's periodic
 work (take-over, waiting in line, lease expiry).
 
-A round that finds the database unavailable is skipped with a warning; any
+A round that finds the database unavailable, or loses a race with a
+concurrent transaction, is skipped with a warning; any
 other failure is logged with its traceback; either way the thread carries
 on with the next round.  ``wake`` starts a round at once.
 """
@@ -12,7 +13,10 @@ import logging
 import threading
 from collections.abc import Callable
 
-from baremetal_allocclient.server.db.engine import is_unavailable
+from baremetal_allocclient.server.db.engine import (
+    is_lost_race,
+    is_unavailable,
+)
 
 LOG = logging.getLogger(__name__)
 
@@ -65,6 +69,10 @@ class Periodic:
             except Exception as exc:
                 if is_unavailable(exc):
                     LOG.warning("%s skipped, database unavailable",
+                                self._what)
+                elif is_lost_race(exc):
+                    LOG.warning("%s lost a race with a concurrent "
+                                "transaction; the next round retries",
                                 self._what)
                 else:
                     LOG.exception("%s failed", self._what)

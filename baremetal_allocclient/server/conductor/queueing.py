@@ -17,10 +17,16 @@ from __future__ import annotations
 import datetime
 import logging
 
+from sqlalchemy.exc import DBAPIError
+
 from baremetal_allocclient.server.conductor.periodic import Periodic
 from baremetal_allocclient.server.conductor.workers import AllocationWorkers
 from baremetal_allocclient.server.db import queries
-from baremetal_allocclient.server.db.engine import Database
+from baremetal_allocclient.server.db.engine import (
+    Database,
+    is_lost_race,
+    short_reason,
+)
 from baremetal_allocclient.server.db.models import utcnow
 from baremetal_allocclient.server.logic import queue, selection
 
@@ -65,15 +71,24 @@ class QueueRounds:
                 break
             if self._workers.is_inflight(allocation_id):
                 continue  # a worker has it right now
-            if queue.expired(deadline, now):
-                settled += self._expire(allocation_id, uuid, rc, deadline,
-                                        created)
+            try:
+                if queue.expired(deadline, now):
+                    settled += self._expire(allocation_id, uuid, rc,
+                                            deadline, created)
+                    continue
+                if rc not in free:
+                    free[rc] = queries.free_node_count(self._db, rc)
+                if free[rc] <= 0:
+                    continue
+                outcome = self._workers.process(allocation_id, uuid)
+            except DBAPIError as exc:
+                if not is_lost_race(exc):
+                    raise
+                # A concurrent transaction (on Galera, another node's)
+                # changed the row first; the next round sees the result.
+                LOG.info("Queue round: allocation %s lost a race, next "
+                         "round: %s", uuid, short_reason(exc))
                 continue
-            if rc not in free:
-                free[rc] = queries.free_node_count(self._db, rc)
-            if free[rc] <= 0:
-                continue
-            outcome = self._workers.process(allocation_id, uuid)
             if outcome is not None:
                 settled += 1
                 if outcome.state == queries.ACTIVE:

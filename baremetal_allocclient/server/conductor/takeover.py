@@ -2,16 +2,18 @@
 
 Every live process runs it.  Each round it judges the registrations
 (:func:`liveness.orphaned_affinities`), claims at most as many orphaned
-``allocating`` rows as it has free worker slots, each one with the spec's
-compare-and-set on ``conductor_affinity``, and hands the rows it won to
-its workers.  Two processes racing for a row cannot both win it, and the
-workers' own writes are guarded by the new affinity, so a slow former
-owner cannot overwrite the result either.
+``allocating`` rows not waiting in line as it has free worker slots,
+each one with the spec's compare-and-set on ``conductor_affinity``, and
+hands the rows it won to its workers.  Two processes racing for a row
+cannot both win it, and the workers' own writes are guarded by the new
+affinity, so a slow former owner cannot overwrite the result either.
 
-Allocations waiting in line are taken over like any other: the new
-owner's worker tries them once and, without a node, leaves them waiting,
-in their place (the line is ordered by id, which a take-over keeps); its
-queue rounds serve them from then on.
+Allocations waiting in line are all taken over in the same round,
+whatever the free worker slots (they hold none), and the new owner's
+queue rounds run at once: they fail the ones past their queue deadline
+and serve the others, in their place (the line is ordered by id, which a
+take-over keeps).  Only the owner's queue rounds fail expired ones, so
+none may wait for a later round with a dead owner.
 
 The same round also re-queues this process's own ``allocating`` rows that
 no worker here holds any more (a failure could not even be recorded, or
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+from collections.abc import Callable
 
 from baremetal_allocclient.server.conductor.liveness import (
     orphaned_affinities,
@@ -50,8 +53,10 @@ class Takeover:
         workers: AllocationWorkers,
         heartbeat_timeout: float,
         interval: float,
+        wake_queue: Callable[[], None] | None = None,
     ) -> None:
         self._db = db
+        self._wake_queue = wake_queue
         self._workers = workers
         self.me = workers.affinity
         self.timeout = datetime.timedelta(seconds=heartbeat_timeout)
@@ -88,31 +93,59 @@ class Takeover:
         rows, now = conductors.conductors_and_now(self._db)
         orphans = orphaned_affinities(counts, rows, now, self.timeout,
                                       self.me)
-        plan = takeover_plan({a: counts[a] for a in orphans},
+        if not orphans:
+            return 0
+        claimed = self._claim_waiting(orphans)
+        running = conductors.allocating_affinities(self._db, waiting=False)
+        plan = takeover_plan({a: running[a] for a in orphans if a in running},
                              self._workers.free_slots())
-        claimed = 0
         for dead, count in plan:
             for allocation_id, uuid in conductors.allocating_ids(
-                self._db, dead, count
+                self._db, dead, count, waiting=False
             ):
                 if self._periodic.stopping:
                     return claimed
                 if not self._workers.try_reserve_slot():
                     return claimed
-                try:
-                    won = conductors.take_over(
-                        self._db, allocation_id, uuid, dead, self.me
-                    )
-                except BaseException:
+                if self._claim_one(allocation_id, uuid, dead):
+                    self._workers.submit(allocation_id, uuid)
+                    claimed += 1
+                else:
                     self._workers.release_slot()
-                    raise
-                if not won:
-                    self._workers.release_slot()
-                    continue
-                LOG.info("Took over allocation %s from dead conductor %s",
-                         uuid, dead)
-                self._workers.submit(allocation_id, uuid)
-                claimed += 1
+        return claimed
+
+    def _claim_one(self, allocation_id: int, uuid: str,
+                   dead: str | None) -> bool:
+        try:
+            won = conductors.take_over(self._db, allocation_id, uuid, dead,
+                                       self.me)
+        except BaseException:
+            self._workers.release_slot()
+            raise
+        if won:
+            LOG.info("Took over allocation %s from dead conductor %s",
+                     uuid, dead)
+        return won
+
+    def _claim_waiting(self, orphans: list[str | None]) -> int:
+        """Claim every orphaned allocation waiting in line, however many:
+        a waiting allocation holds no worker slot, and only its owner's
+        queue rounds serve it or fail it at its deadline, so none may be
+        left with a dead owner.  The queue rounds run at once after."""
+        claimed = 0
+        for dead in orphans:
+            for allocation_id, uuid in conductors.allocating_ids(
+                self._db, dead, None, waiting=True
+            ):
+                if self._periodic.stopping:
+                    break
+                if conductors.take_over(self._db, allocation_id, uuid, dead,
+                                        self.me):
+                    LOG.info("Took over allocation %s from dead conductor "
+                             "%s (waiting in line)", uuid, dead)
+                    claimed += 1
+        if claimed and self._wake_queue is not None:
+            self._wake_queue()
         return claimed
 
     def _requeue_own(self) -> int:

@@ -28,6 +28,7 @@ from baremetal_allocclient.server.backends.database import DatabaseBackend
 from baremetal_allocclient.server.db import conductors, queries
 from baremetal_allocclient.server.db.engine import (
     Database,
+    is_lost_race,
     is_unavailable,
     short_reason,
 )
@@ -35,6 +36,19 @@ from baremetal_allocclient.server.db.models import Allocation
 from baremetal_allocclient.server.logic import selection
 
 LOG = logging.getLogger(__name__)
+
+
+def _retryable(exc: BaseException) -> bool:
+    """An attempt that changed nothing and may succeed later: the
+    database was unavailable, or a concurrent transaction won a race
+    (a deadlock, or on Galera a certification conflict at COMMIT).  The
+    attempt's compare-and-sets make running it again harmless."""
+    return is_unavailable(exc) or is_lost_race(exc)
+
+
+def _why(exc: BaseException) -> str:
+    return ("Database unavailable" if is_unavailable(exc)
+            else "Lost a race with a concurrent transaction")
 
 #: ``last_error`` of an allocation failed by a bug: the exception's text
 #: (SQL, values) goes to the log only, never to users.
@@ -183,15 +197,14 @@ class AllocationWorkers:
         try:
             settled = self.process(allocation_id, job.allocation_uuid, job)
         except Exception as exc:
-            if not is_unavailable(exc):
+            if not _retryable(exc):
                 self._fail_unexpectedly(allocation_id, job.allocation_uuid,
                                         exc)
                 self._done(allocation_id)
                 return None
             LOG.warning(
-                "Database unavailable while processing allocation %s, "
-                "handing it to a worker: %s", allocation_id,
-                short_reason(exc),
+                "%s while processing allocation %s, handing it to a "
+                "worker: %s", _why(exc), allocation_id, short_reason(exc),
             )
             try:  # the slot and the in-flight mark go with the job
                 retry = self._pool.submit(self._run, allocation_id,
@@ -259,11 +272,11 @@ class AllocationWorkers:
                 try:
                     return self.process(allocation_id, allocation_uuid, job)
                 except Exception as exc:
-                    if not is_unavailable(exc):
+                    if not _retryable(exc):
                         raise
                     LOG.warning(
-                        "Database unavailable while processing allocation "
-                        "%s, retrying in %.1f s: %s", allocation_id, pause,
+                        "%s while processing allocation %s, retrying in "
+                        "%.1f s: %s", _why(exc), allocation_id, pause,
                         short_reason(exc),
                     )
                 if self._stopping.wait(pause):

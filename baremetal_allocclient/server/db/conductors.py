@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import datetime
 
-from sqlalchemy import func, or_, select, text, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import ColumnElement, func, or_, select, text, update
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session
 
 from baremetal_allocclient.server.conductor.liveness import ConductorState
-from baremetal_allocclient.server.db.engine import Database
+from baremetal_allocclient.server.db.engine import Database, is_lost_race
 from baremetal_allocclient.server.db.models import (
     Allocation,
     Conductor,
@@ -117,15 +117,27 @@ def mark_offline(db: Database, name: str) -> None:
         )
 
 
-def allocating_affinities(db: Database) -> dict[str | None, int]:
-    """How many ``allocating`` allocations each affinity holds."""
+def allocating_affinities(
+    db: Database, waiting: bool | None = None,
+) -> dict[str | None, int]:
+    """How many ``allocating`` allocations each affinity holds;
+    ``waiting`` False counts only the ones not waiting in line (True:
+    only those)."""
+    query = (
+        select(Allocation.conductor_affinity, func.count(Allocation.id))
+        .where(Allocation.state == ALLOCATING)
+        .group_by(Allocation.conductor_affinity)
+    )
+    if waiting is not None:
+        query = query.where(_waiting(waiting))
     with db.read() as session:
-        rows = session.execute(
-            select(Allocation.conductor_affinity, func.count(Allocation.id))
-            .where(Allocation.state == ALLOCATING)
-            .group_by(Allocation.conductor_affinity)
-        ).all()
+        rows = session.execute(query).all()
     return {row[0]: int(row[1]) for row in rows}
+
+
+def _waiting(waiting: bool) -> ColumnElement[bool]:
+    deadline = Allocation.queue_deadline
+    return deadline.is_not(None) if waiting else deadline.is_(None)
 
 
 def allocating_ids(
@@ -148,9 +160,7 @@ def allocating_ids(
     if created_before is not None:
         query = query.where(Allocation.created_at < created_before)
     if waiting is not None:
-        deadline = Allocation.queue_deadline
-        query = query.where(deadline.is_not(None) if waiting
-                            else deadline.is_(None))
+        query = query.where(_waiting(waiting))
     if limit is not None:
         query = query.limit(limit)
     with db.read() as session:
@@ -166,23 +176,33 @@ def take_over(
     row is locked right now (by a frozen former owner mid-reservation,
     say): a locked row is skipped, never waited for, so one stuck row
     cannot hold up the take-over of the others; the next round tries it
-    again."""
+    again.  A deadlock, lock wait timeout or (Galera) certification
+    conflict at COMMIT is a lost race too: False."""
     column = Allocation.conductor_affinity
     owner = column.is_(None) if dead is None else column == dead
     claimable = (Allocation.id == allocation_id,
                  Allocation.uuid == allocation_uuid,
                  Allocation.state == ALLOCATING, owner)
-    with db.write() as session:
-        free = session.scalar(
-            select(Allocation.id).where(*claimable)
-            .with_for_update(skip_locked=True)
-        )
-        if free is None:
-            return False
-        result = session.execute(
-            update(Allocation)
-            .where(*claimable)
-            .values(conductor_affinity=me, updated_at=utcnow())
-            .execution_options(synchronize_session=False)
-        )
-        return rowcount(result) == 1
+    try:
+        with db.write() as session:
+            free = session.scalar(
+                select(Allocation.id).where(*claimable)
+                .with_for_update(skip_locked=True)
+            )
+            if free is None:
+                return False
+            result = session.execute(
+                update(Allocation)
+                .where(*claimable)
+                .values(conductor_affinity=me, updated_at=utcnow())
+                .execution_options(synchronize_session=False)
+            )
+            won = rowcount(result) == 1
+    except DBAPIError as exc:
+        # Galera: another node's process claimed the row first and this
+        # commit failed certification; a deadlock or lock wait means the
+        # same.  Nothing was written: the race is lost.
+        if not is_lost_race(exc):
+            raise
+        return False
+    return won

@@ -66,7 +66,10 @@ WRITE = "baremetal_allocclient.write"
 
 # Deadlock / serialization failure / lock not available (PostgreSQL
 # SQLSTATE) and deadlock / lock wait timeout (MySQL/MariaDB error
-# numbers).
+# numbers).  On a Galera cluster 1213 is also a certification conflict
+# reported at COMMIT: a transaction of another node wrote the same rows
+# first (Galera does not replicate row locks, so FOR UPDATE excludes only
+# the transactions of the same node).
 _TRANSIENT_SQLSTATES = frozenset({"40P01", "40001", "55P03"})
 _TRANSIENT_MYSQL_ERRORS = frozenset({1213, 1205})
 # The database is out of reach, not the request at fault: connection
@@ -75,10 +78,13 @@ _UNAVAILABLE_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "53300"})
 # MySQL/MariaDB: too many connections, shutdown in progress, aborted or
 # killed connection, network read/write errors, client-side connection
 # failures (2002-2055) and pymysql's 0 for a connection already closed.
+# Galera: 1047 "WSREP has not yet prepared node for application use" (a
+# node out of the Primary component, joining, or shutting down) and
+# 1180 "Got error ... during COMMIT" (the commit could not be replicated).
 _UNAVAILABLE_MYSQL_ERRORS = frozenset({
-    0, 1040, 1053, 1077, 1152, 1153, 1154, 1155, 1156, 1157, 1158, 1159,
-    1160, 1161, 1927, 2002, 2003, 2005, 2006, 2011, 2013, 2048, 2055,
-    4031,
+    0, 1040, 1047, 1053, 1077, 1152, 1153, 1154, 1155, 1156, 1157, 1158,
+    1159, 1160, 1161, 1180, 1927, 2002, 2003, 2005, 2006, 2011, 2013,
+    2048, 2055, 4031,
 })
 # SQLite primary result codes: BUSY, LOCKED, IOERR, FULL, CANTOPEN,
 # PROTOCOL; and their messages, for Python 3.10 (no sqlite_errorcode).
@@ -105,6 +111,14 @@ def is_transient(exc: DBAPIError) -> bool:
     if getattr(orig, "sqlstate", None) in _TRANSIENT_SQLSTATES:
         return True
     return _mysql_code(exc) in _TRANSIENT_MYSQL_ERRORS
+
+
+def is_lost_race(exc: BaseException) -> bool:
+    """True when a concurrent transaction won: a deadlock, a lock wait
+    timeout or (Galera) a certification conflict at COMMIT.  Nothing of
+    the transaction was committed; a compare-and-set that gets this lost
+    its race exactly as if it had found the row changed."""
+    return isinstance(exc, DBAPIError) and is_transient(exc)
 
 
 def _lost_connection(exc: DBAPIError) -> bool:

@@ -29,6 +29,7 @@ from baremetal_allocclient.server.conductor.membership import (
     ConductorNameInUse,
     Membership,
 )
+from baremetal_allocclient.server.conductor.queueing import QueueRounds
 from baremetal_allocclient.server.conductor.takeover import Takeover
 from baremetal_allocclient.server.conductor.workers import AllocationWorkers
 from baremetal_allocclient.server.db import conductors
@@ -283,6 +284,45 @@ class TakeoverTests(_DbCase):
                          [self._affinity(i) for i in dead])
         self.assertEqual("live", self._affinity(live))
         self.assertEqual("me", self._affinity(mine))
+
+    def test_every_waiting_orphan_is_claimed_in_one_round(self) -> None:
+        """Issue 20 (a): a dead process's waiting allocations hold no
+        worker slot; one round claims all of them, whatever the free
+        slots, and wakes the queue rounds, which fail the expired ones."""
+        for name in ("me", "dead"):
+            conductors.register(self.db, name, TIMEOUT)
+        self._age_heartbeat("dead", 120)
+        now = utcnow()
+        expired = [self._waiting("dead", now - datetime.timedelta(seconds=5))
+                   for _ in range(5)]
+        later = [self._waiting("dead", now + datetime.timedelta(hours=1))
+                 for _ in range(5)]
+        workers = self._workers(2)
+        self.addCleanup(workers.shutdown)
+        rounds = QueueRounds(self.db, workers, interval=60)
+        woken: list[bool] = []
+        takeover = Takeover(self.db, workers, heartbeat_timeout=60,
+                            interval=1, wake_queue=lambda: woken.append(True))
+        with mock.patch.object(workers, "submit") as submit:
+            self.assertEqual(10, takeover.run_once())
+        submit.assert_not_called()  # the queue rounds serve them
+        self.assertEqual([True], woken)
+        self.assertEqual(["me"] * 10,
+                         [self._affinity(i) for i in expired + later])
+        self.assertEqual(5, rounds.run_once())
+        with self.db.read() as session:
+            states = dict(session.execute(
+                select(Allocation.id, Allocation.state)).all())
+        self.assertEqual(["error"] * 5, [states[i] for i in expired])
+        self.assertEqual(["allocating"] * 5, [states[i] for i in later])
+
+    def _waiting(self, affinity: str, deadline: datetime.datetime) -> int:
+        allocation = self._allocation(affinity)
+        with self.db.write() as session:
+            session.execute(update(Allocation)
+                            .where(Allocation.id == allocation)
+                            .values(queue_deadline=deadline))
+        return allocation
 
     def test_own_heartbeat_lag_takes_nothing(self) -> None:
         conductors.register(self.db, "me", TIMEOUT)
