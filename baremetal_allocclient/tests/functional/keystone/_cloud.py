@@ -96,11 +96,15 @@ class Cloud:
             raise
 
     # -- Keystone ------------------------------------------------------------
+    def new_session(self, user: str) -> ks_session.Session:
+        """A new keystoneauth session authenticated as ``user``."""
+        return ks_session.Session(auth=self.users[user].auth(
+            self.keystone.url))
+
     def session(self, user: str) -> ks_session.Session:
-        """A keystoneauth session authenticated as ``user`` (kept)."""
+        """A keystoneauth session of ``user``, kept (one token)."""
         if user not in self._sessions:
-            self._sessions[user] = ks_session.Session(
-                auth=self.users[user].auth(self.keystone.url))
+            self._sessions[user] = self.new_session(user)
         return self._sessions[user]
 
     def _post(self, admin: ks_session.Session, path: str,

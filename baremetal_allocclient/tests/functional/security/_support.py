@@ -235,7 +235,8 @@ class SecureServer:
         headers.update(kwargs.pop("headers", {}))
         return requests.request(
             method, self.endpoint + path, json=json, headers=headers,
-            auth=self.admin_auth if auth is None else (auth or None),
+            auth=self.admin_auth if auth is None else (
+                auth if isinstance(auth, tuple) else None),
             verify=self.verify, timeout=30,
             **kwargs,
         )
