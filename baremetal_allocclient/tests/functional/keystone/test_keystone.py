@@ -43,6 +43,7 @@ class KeystoneTests(testtools.TestCase):
     rc: str
     a_nodes: list[Any]
     b_nodes: list[Any]
+    leased: Any
 
     @classmethod
     def setUpClass(cls) -> None:
@@ -60,6 +61,14 @@ class KeystoneTests(testtools.TestCase):
             3, cls.rc, owner=cls.cloud.project_ids[cls.cloud.project_a])
         cls.b_nodes = server.make_nodes(
             3, cls.rc, owner=cls.cloud.project_ids[cls.cloud.project_b])
+        # B's node leased to A: A sees and may allocate it, as in Ironic.
+        cls.leased = server.make_nodes(
+            1, cls.rc, owner=cls.cloud.project_ids[cls.cloud.project_b],
+            lessee=cls.cloud.project_ids[cls.cloud.project_a])[0]
+
+    def a_visible(self) -> set[str]:
+        """Project A's nodes: owned or leased."""
+        return {n["uuid"] for n in self.a_nodes} | {self.leased["uuid"]}
 
     @property
     def server(self) -> _cloud.Server:
@@ -186,8 +195,7 @@ class KeystoneTests(testtools.TestCase):
         self.addCleanup(self.server.request, "DELETE",
                         f"/v1/allocations/{allocation.uuid}")
         self.assertEqual(self.project_id(ALICE), allocation.owner)
-        self.assertIn(allocation.node_uuid,
-                      {n["uuid"] for n in self.a_nodes})
+        self.assertIn(allocation.node_uuid, self.a_visible())
 
     def test_allocations_of_another_project_do_not_exist(self) -> None:
         theirs = self._allocate(BOB, name="bob-" + uuid.uuid4().hex[:6])
@@ -214,8 +222,9 @@ class KeystoneTests(testtools.TestCase):
         listed = self.server.expect(
             200, "GET", f"/v1/nodes?resource_class={self.rc}",
             auth=ALICE)["nodes"]
-        self.assertEqual({n["uuid"] for n in self.a_nodes},
-                         {n["uuid"] for n in listed})
+        self.assertEqual(self.a_visible(), {n["uuid"] for n in listed})
+        self.assertEqual(self.leased["uuid"], alice.get_node(
+            self.leased["uuid"]).uuid)
         node = self.b_nodes[0]["uuid"]
         self.server.expect(403, "PATCH", f"/v1/nodes/{node}", [
             {"op": "add", "path": "/extra/x", "value": "y"}], auth=ALICE)
@@ -229,14 +238,14 @@ class KeystoneTests(testtools.TestCase):
         alice, admin = self.sdk(ALICE), self.sdk(_cloud.ADMIN)
         mine = alice.get_allocation_capacity(self.rc)
         everything = admin.get_allocation_capacity(self.rc)
-        self.assertEqual([len(self.a_nodes)], [r["total"] for r in mine])
-        self.assertEqual([len(self.a_nodes) + len(self.b_nodes)],
+        self.assertEqual([len(self.a_visible())], [r["total"] for r in mine])
+        self.assertEqual([len(self.a_nodes) + len(self.b_nodes) + 1],
                          [r["total"] for r in everything])
         explained = alice.explain(self.rc)
         text = json.dumps(explained)
         for node in self.b_nodes:
             self.assertNotIn(node["uuid"], text)
-        self.assertEqual(len(self.a_nodes),
+        self.assertEqual(len(self.a_visible()),
                          explained["funnel"][0]["count"], text)
         self.assertRaises(
             exceptions.BadRequest, alice.explain, self.rc,
