@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import subprocess
 import uuid
 from typing import Any
 
@@ -50,7 +51,7 @@ class KeystoneTests(testtools.TestCase):
         super().setUpClass()
         try:
             _keystone.ensure_venv()
-        except (TargetError, OSError) as exc:
+        except (TargetError, OSError, subprocess.TimeoutExpired) as exc:
             raise cls.skipException(
                 f"Keystone could not be installed from PyPI: {exc}") from exc
         cls.cloud = _cloud.Cloud()
