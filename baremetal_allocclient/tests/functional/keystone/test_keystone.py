@@ -129,6 +129,17 @@ class KeystoneTests(testtools.TestCase):
                     f'Keystone uri="{self.cloud.keystone.url}"',
                     response.headers["WWW-Authenticate"])
 
+    def test_no_token_or_password_in_the_server_log(self) -> None:
+        token = self.cloud.token(ALICE)
+        self.server.expect(200, "GET", "/v1/allocations", auth=ALICE)
+        self.server.request("GET", "/v1/nodes", auth=False,
+                            headers={"X-Auth-Token": token[:-4]})
+        log = self.server.log()
+        self.assertIn("user=alice", log)
+        for secret in (token, token[:-4],
+                       self.cloud.users[_cloud.SERVICE].password):
+            self.assertNotIn(secret, log)
+
     def test_discovery_stays_public(self) -> None:
         for path in ("/", "/v1"):
             response = self.server.request("GET", path, auth=False)
