@@ -12,6 +12,11 @@ header Ironic answers with).  A valid token becomes a
 :class:`~baremetal_allocclient.server.api.auth.Principal` by
 :func:`principal_from_headers`, and from there on the policy of
 ``--auth-projects`` applies unchanged (``server/api/policy.py``).
+
+All configuration is the one oslo.config group :data:`GROUP`;
+:func:`wrapper` takes any ``ConfigOpts`` holding it, so a ``serve`` that
+reads its own configuration files can pass its object instead of
+:func:`load_config`'s.
 """
 
 from __future__ import annotations

@@ -160,12 +160,12 @@ class Cloud:
         return path
 
     def _serve(self) -> None:
-        self.server.port = free_port()
-        self.register_endpoint(self.server.endpoint)
+        port = free_port()
+        self.register_endpoint(f"http://127.0.0.1:{port}")
         self.server.start(
             "--auth-strategy", "keystone",
             "--keystone-config", self.keystone_config(),
-            env={PASSWORD_ENV: self.users[SERVICE].password})
+            env={PASSWORD_ENV: self.users[SERVICE].password}, port=port)
 
     def token(self, user: str) -> str:
         """A token of ``user`` in its scope (cached by the session)."""

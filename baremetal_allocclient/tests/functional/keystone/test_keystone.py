@@ -15,6 +15,8 @@ import uuid
 from typing import Any
 
 import testtools
+from keystoneauth1 import session as ks_session
+from keystoneauth1.identity import v3
 
 from baremetal_allocclient import exceptions, leases
 from baremetal_allocclient.tests.functional.keystone import _cloud, _keystone
@@ -80,11 +82,13 @@ class KeystoneTests(testtools.TestCase):
         assert project is not None
         return self.cloud.project_ids[project]
 
-    def sdk(self, user: str) -> Client:
-        """The SDK on a password session; the endpoint from the catalog."""
-        client = Client.from_session(
-            self.cloud.new_session(user), interface="public",
-            region_name=_keystone.REGION)
+    def sdk(self, user: str, plugin: Any = None) -> Client:
+        """The SDK on a session (password of ``user`` unless another
+        keystoneauth ``plugin``); the endpoint from the catalog."""
+        session = (self.cloud.new_session(user) if plugin is None else
+                   ks_session.Session(auth=plugin))
+        client = Client.from_session(session, interface="public",
+                                     region_name=_keystone.REGION)
         self.addCleanup(client.close)
         return client
 
@@ -309,7 +313,7 @@ class KeystoneTests(testtools.TestCase):
         self.assertNotEqual(0, shown.returncode)
         self.run_cli("baremetal-alloc", ["delete", created["uuid"]], env)
 
-    def test_openstack_cli_with_password_and_token(self) -> None:
+    def test_token_auth_and_openstack_with_password(self) -> None:
         mine = self._allocate(ALICE)
         listed = json.loads(self.run_cli("openstack", [
             "baremetal", "allocation", "list", "-f", "json"],
@@ -321,6 +325,11 @@ class KeystoneTests(testtools.TestCase):
             "OS_PROJECT_ID": self.project_id(BOB),
             "OS_IDENTITY_API_VERSION": "3",
             "OS_REGION_NAME": _keystone.REGION}
+        bob = self.sdk(BOB, v3.Token(
+            auth_url=self.cloud.keystone.url, token=token_env["OS_TOKEN"],
+            project_id=self.project_id(BOB)))
+        self.assertRaises(exceptions.NotFound, bob.get_allocation,
+                          mine["uuid"])
         for command in ("openstack", "baremetal-alloc"):
             prefix = (["baremetal", "allocation"] if command == "openstack"
                       else [])
@@ -351,8 +360,13 @@ class KeystoneTests(testtools.TestCase):
         self.assertEqual(self.project_id(ALICE), made["owner"])
         listed = json.loads(self.run_cli("openstack", [
             "baremetal", "allocation", "list", "-f", "json"], env).stdout)
-        self.assertEqual({made["uuid"]} & set(_uuids(listed)),
-                         {made["uuid"]})
+        self.assertIn(made["uuid"], _uuids(listed))
+        sdk = self.sdk(ALICE, v3.ApplicationCredential(
+            auth_url=self.cloud.keystone.url,
+            application_credential_id=created["id"],
+            application_credential_secret=secret))
+        self.assertEqual(self.project_id(ALICE),
+                         sdk.get_allocation(made["uuid"]).owner)
 
     def test_wrong_credentials_give_one_clear_line(self) -> None:
         env = self.cli_env(ALICE, OS_PASSWORD="wrong-password")

@@ -170,10 +170,12 @@ class SecureServer:
         self, *extra: str, tls: TlsFiles | None = None,
         admin_auth: tuple[str, str] | None = None,
         inventory: str | None = None, env: dict[str, str] | None = None,
+        port: int | None = None,
     ) -> None:
         """``db upgrade`` (+ ``enroll``), ``serve``, wait for ``GET /``.
 
-        ``env`` adds variables to the server's environment.
+        ``env`` adds variables to the server's environment; ``port`` is
+        chosen when not given.
         """
         for argv in (("db", "upgrade", "--db", self.db_url),
                      *((("enroll", "--db", self.db_url, inventory),)
@@ -181,7 +183,7 @@ class SecureServer:
             result = self.run(*argv)
             if result.returncode != 0:
                 raise RuntimeError(f"{argv}: {result.stderr}")
-        self.port = self.port or free_port()
+        self.port = port or free_port()
         args = ["serve", "--host", "127.0.0.1", "--port", str(self.port),
                 "--db", self.db_url, *extra]
         if tls is not None:
