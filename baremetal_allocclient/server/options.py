@@ -32,6 +32,8 @@ _AUTH_CHOICES = [
                "allow_unauthenticated_remote_access is set"),
     ("http_basic", "HTTP Basic authentication against "
                    "http_basic_auth_user_file"),
+    ("keystone", "Keystone tokens, validated by keystonemiddleware's "
+                 "auth_token as configured in [keystone_authtoken]"),
 ]
 _BACKEND_CHOICES = [
     ("database", "select and claim nodes in SQL"),
@@ -84,6 +86,14 @@ def _default_group() -> list[Option]:
             help="YAML/JSON file mapping users to a project and roles "
                  "(admin, member); without it every htpasswd user is an "
                  "admin."), dest="auth_projects", metavar="FILE"),
+        _option("DEFAULT", cfg.StrOpt(
+            "keystone_authtoken_config_file",
+            help="(keystone) File with Ironic's [keystone_authtoken] "
+                 "section; without it the section is read from this "
+                 "server's own configuration files. The service password "
+                 "may come from OS_KEYSTONE_AUTHTOKEN__PASSWORD instead."),
+            dest="keystone_config", flag="--keystone-config",
+            metavar="FILE"),
         _option("DEFAULT", cfg.BoolOpt(
             "allow_unauthenticated_remote_access", default=False,
             help="Allow noauth on a non-loopback address: anyone who can "

@@ -20,7 +20,8 @@ LOG = logging.getLogger(__name__)
 
 NOAUTH = "noauth"
 HTTP_BASIC = "http_basic"
-STRATEGIES = (NOAUTH, HTTP_BASIC)
+KEYSTONE = "keystone"
+STRATEGIES = (NOAUTH, HTTP_BASIC, KEYSTONE)
 RISK_FLAG = "--allow-unauthenticated-remote-access"
 #: Request line plus headers; bigger requests are refused by cheroot.
 MAX_HEADER_BYTES = 64 * 1024
@@ -86,25 +87,31 @@ def configure(args: argparse.Namespace) -> SecuritySetup:
         raise SecurityConfigError(error)
     wrap = _auth_wrapper(args)
     adapter = _tls_adapter(args.tls_cert, args.tls_key)
-    if args.auth_strategy == HTTP_BASIC and adapter is None and (
+    if args.auth_strategy != NOAUTH and adapter is None and (
         not is_loopback(args.host)
     ):
-        LOG.warning("http_basic without TLS on %s: passwords cross the "
+        LOG.warning("%s without TLS on %s: credentials cross the "
                     "network in clear text; use --tls-cert/--tls-key",
-                    args.host)
+                    args.auth_strategy, args.host)
     return SecuritySetup(wrap, adapter, "https" if adapter else "http")
 
 
 def _auth_wrapper(args: argparse.Namespace) -> Callable[[Any], Any]:
     from baremetal_allocclient.server.api import auth
 
+    if args.auth_strategy != HTTP_BASIC and (
+        args.htpasswd or args.auth_projects
+    ):
+        raise SecurityConfigError(
+            "--htpasswd and --auth-projects need --auth-strategy http_basic"
+        )
+    if args.auth_strategy != KEYSTONE and args.keystone_config:
+        raise SecurityConfigError(
+            "--keystone-config needs --auth-strategy keystone")
     if args.auth_strategy == NOAUTH:
-        if args.htpasswd or args.auth_projects:
-            raise SecurityConfigError(
-                "--htpasswd and --auth-projects need --auth-strategy "
-                "http_basic"
-            )
         return lambda app: app
+    if args.auth_strategy == KEYSTONE:
+        return _keystone_wrapper(args)
     if not args.htpasswd:
         raise SecurityConfigError("--auth-strategy http_basic needs "
                                   "--htpasswd FILE")
@@ -120,6 +127,29 @@ def _auth_wrapper(args: argparse.Namespace) -> Callable[[Any], Any]:
         raise SecurityConfigError(f"{args.htpasswd} has no users")
     authenticator = auth.Authenticator(users, principals)
     return lambda app: auth.BasicAuthMiddleware(app, authenticator)
+
+
+def _keystone_wrapper(args: argparse.Namespace) -> Callable[[Any], Any]:
+    """keystonemiddleware's ``auth_token`` configured by the
+    ``[keystone_authtoken]`` section of ``--keystone-config``, else of this
+    server's own configuration files (and the environment)."""
+    from baremetal_allocclient.server.api import keystone
+
+    try:
+        conf = (keystone.load_config(args.keystone_config)
+                if args.keystone_config else getattr(args, "oslo_conf", None))
+        if conf is None:
+            raise SecurityConfigError(
+                "--auth-strategy keystone needs a [keystone_authtoken] "
+                "section (--config-file or --keystone-config FILE)")
+        wrap: Callable[[Any], Any] = keystone.wrapper(conf)
+    except keystone.KeystoneConfigError as exc:
+        raise SecurityConfigError(str(exc)) from exc
+    except ImportError as exc:  # keystonemiddleware: the [server] extra
+        raise SecurityConfigError(
+            f"--auth-strategy keystone needs keystonemiddleware: {exc}"
+        ) from exc
+    return wrap
 
 
 def _tls_adapter(cert: str | None, key: str | None) -> Any:

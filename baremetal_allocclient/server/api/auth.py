@@ -50,11 +50,15 @@ class AuthConfigError(Exception):
 
 @dataclass(frozen=True)
 class Principal:
-    """Who sends a request: an admin, or a member of one project."""
+    """Who sends a request: an admin, or a member of one project.
+
+    ``read_only`` principals (Keystone's ``reader`` role) may only read.
+    """
 
     user: str | None
     project: str | None
     admin: bool
+    read_only: bool = False
 
 
 #: Every request under ``noauth``.
@@ -310,16 +314,20 @@ class BasicAuthMiddleware:
             if not principal.admin and not member_may(method, path):
                 raise Rejected(403, "Only an admin may change nodes")
         except Rejected as exc:
-            return _reject(exc, environ, start_response)
+            return reject(exc, environ, start_response)
         environ[ENVIRON_KEY] = principal
         environ["REMOTE_USER"] = user
         return self._app(environ, start_response)
 
 
-def _reject(
-    exc: Rejected, environ: dict[str, Any], start_response: StartResponse
+def reject(
+    exc: Rejected, environ: dict[str, Any], start_response: StartResponse,
+    realm: str | None = REALM,
 ) -> Iterable[bytes]:
-    """Ironic's shape for auth failures: ``{"error": {message, code}}``."""
+    """Ironic's shape for auth failures: ``{"error": {message, code}}``.
+
+    A 401 names ``realm`` in ``WWW-Authenticate`` (none: no header).
+    """
     LOG.info("%s %s -> %d (%s)", environ.get("REQUEST_METHOD"),
              environ.get("PATH_INFO"), exc.status, exc.message)
     body = json.dumps(
@@ -329,7 +337,7 @@ def _reject(
         ("Content-Type", "application/json"),
         ("Content-Length", str(len(body))),
     ]
-    if exc.status == 401:
-        headers.append(("WWW-Authenticate", REALM))
+    if exc.status == 401 and realm is not None:
+        headers.append(("WWW-Authenticate", realm))
     start_response(f"{exc.status} {_REASONS[exc.status]}", headers)
     return [body]

@@ -173,16 +173,21 @@ class SecureServer:
     def start(
         self, *extra: str, tls: TlsFiles | None = None,
         admin_auth: tuple[str, str] | None = None,
-        inventory: str | None = None,
+        inventory: str | None = None, env: dict[str, str] | None = None,
+        port: int | None = None,
     ) -> None:
-        """``db upgrade`` (+ ``enroll``), ``serve``, wait for ``GET /``."""
+        """``db upgrade`` (+ ``enroll``), ``serve``, wait for ``GET /``.
+
+        ``env`` adds variables to the server's environment; ``port`` is
+        chosen when not given.
+        """
         for argv in (("db", "upgrade", "--db", self.db_url),
                      *((("enroll", "--db", self.db_url, inventory),)
                        if inventory else ())):
             result = self.run(*argv)
             if result.returncode != 0:
                 raise RuntimeError(f"{argv}: {result.stderr}")
-        self.port = free_port()
+        self.port = port or free_port()
         args = ["serve", "--host", "127.0.0.1", "--port", str(self.port),
                 "--db", self.db_url, *extra]
         if tls is not None:
@@ -190,8 +195,9 @@ class SecureServer:
             args += ["--tls-cert", tls.cert, "--tls-key", tls.key]
         self.admin_auth = admin_auth
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen([SERVER, *args], stdout=log,
-                                         stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(
+                [SERVER, *args], stdout=log, stderr=subprocess.STDOUT,
+                env={**os.environ, **(env or {})})
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -235,7 +241,8 @@ class SecureServer:
         headers.update(kwargs.pop("headers", {}))
         return requests.request(
             method, self.endpoint + path, json=json, headers=headers,
-            auth=self.admin_auth if auth is None else (auth or None),
+            auth=self.admin_auth if auth is None else (
+                auth if isinstance(auth, tuple) else None),
             verify=self.verify, timeout=30,
             **kwargs,
         )

@@ -1,0 +1,183 @@
+"""A small cloud: a real Keystone, two projects, and the reference server
+registered as its ``baremetal`` endpoint, served with
+``--auth-strategy keystone``.
+
+Users (random passwords per run): ``admin`` (system admin, from
+bootstrap), ``alice`` (member of project A), ``bob`` (member of project
+B), ``rita`` (reader of project A) and the service user ``baremetal``
+(``service`` role in project ``service``) that validates tokens.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import requests
+from keystoneauth1 import session as ks_session
+from keystoneauth1.identity import v3
+
+from baremetal_allocclient.tests.functional.keystone import _keystone
+from baremetal_allocclient.tests.functional.security import _support as sup
+from baremetal_allocclient.tests.functional.server._server import free_port
+
+ADMIN, ALICE, BOB, RITA, SERVICE = "admin", "alice", "bob", "rita", \
+    "baremetal"
+PASSWORD_ENV = "OS_KEYSTONE_AUTHTOKEN__PASSWORD"
+
+
+@dataclass(frozen=True)
+class User:
+    """A Keystone user and the project its token is scoped to."""
+
+    name: str
+    password: str
+    project: str | None  # project name; None: system scope
+
+    def auth(self, url: str) -> v3.Password:
+        """A keystoneauth password plugin for this user."""
+        scope: dict[str, Any] = (
+            {"system_scope": "all"} if self.project is None else
+            {"project_name": self.project, "project_domain_id": "default"})
+        return v3.Password(auth_url=url, username=self.name,
+                           password=self.password, user_domain_id="default",
+                           **scope)
+
+
+class Server(sup.SecureServer):
+    """The reference server; requests carry a user's Keystone token.
+
+    ``auth`` is a user name (default: the system admin), or False for no
+    token at all.
+    """
+
+    def __init__(self, tokens: Callable[[str], str]) -> None:
+        super().__init__()
+        self._tokens = tokens
+
+    def request(  # type: ignore[override]
+        self, method: str, path: str, json: Any = None, *,
+        auth: str | bool | None = None, version: str = "latest",
+        **kwargs: Any,
+    ) -> requests.Response:
+        headers = dict(kwargs.pop("headers", None) or {})
+        if auth is not False:
+            user = auth if isinstance(auth, str) else ADMIN
+            headers.setdefault("X-Auth-Token", self._tokens(user))
+        return super().request(method, path, json, auth=False,
+                               version=version, headers=headers, **kwargs)
+
+
+class Cloud:
+    """Keystone + reference server; ``close`` stops both."""
+
+    def __init__(self) -> None:
+        self.project_a = "proj-a-" + uuid.uuid4().hex[:6]
+        self.project_b = "proj-b-" + uuid.uuid4().hex[:6]
+        self.users = {
+            name: User(name, f"pw-{name}-{secrets.token_hex(8)}", project)
+            for name, project in (
+                (ADMIN, None), (ALICE, self.project_a),
+                (BOB, self.project_b), (RITA, self.project_a),
+                (SERVICE, "service"))
+        }
+        self._sessions: dict[str, ks_session.Session] = {}
+        self.keystone = _keystone.Keystone(self.users[ADMIN].password)
+        self.server = Server(self.token)
+        try:
+            self.project_ids = self._provision()
+            self._serve()
+        except BaseException:
+            self.close()
+            raise
+
+    # -- Keystone ------------------------------------------------------------
+    def new_session(self, user: str) -> ks_session.Session:
+        """A new keystoneauth session authenticated as ``user``."""
+        return ks_session.Session(auth=self.users[user].auth(
+            self.keystone.url))
+
+    def session(self, user: str) -> ks_session.Session:
+        """A keystoneauth session of ``user``, kept (one token)."""
+        if user not in self._sessions:
+            self._sessions[user] = self.new_session(user)
+        return self._sessions[user]
+
+    def _post(self, admin: ks_session.Session, path: str,
+              body: dict[str, Any]) -> Any:
+        response = admin.post(self.keystone.url + path, json=body)
+        return response.json()
+
+    def _provision(self) -> dict[str, str]:
+        admin = self.session(ADMIN)
+        roles = {r["name"]: r["id"] for r in admin.get(
+            self.keystone.url + "/roles").json()["roles"]}
+        projects: dict[str, str] = {}
+        for name in ("service", self.project_a, self.project_b):
+            projects[name] = self._post(admin, "/projects", {"project": {
+                "name": name, "domain_id": "default"}})["project"]["id"]
+        for user, role in ((ALICE, "member"), (BOB, "member"),
+                           (RITA, "reader"), (SERVICE, "service")):
+            entry = self.users[user]
+            user_id = self._post(admin, "/users", {"user": {
+                "name": user, "password": entry.password,
+                "domain_id": "default"}})["user"]["id"]
+            admin.put(f"{self.keystone.url}/projects/"
+                      f"{projects[str(entry.project)]}/users/{user_id}/"
+                      f"roles/{roles[role]}")
+        return projects
+
+    def register_endpoint(self, url: str) -> None:
+        """The reference server as the catalog's ``baremetal`` service."""
+        admin = self.session(ADMIN)
+        service = self._post(admin, "/services", {"service": {
+            "type": "baremetal", "name": "ironic"}})["service"]["id"]
+        for interface in ("public", "internal", "admin"):
+            self._post(admin, "/endpoints", {"endpoint": {
+                "service_id": service, "interface": interface, "url": url,
+                "region_id": _keystone.REGION}})
+
+    # -- the reference server ------------------------------------------------
+    def keystone_config(self) -> str:
+        """Ironic's ``[keystone_authtoken]``, without the password."""
+        path = os.path.join(self.server.tmpdir, "baremetal-alloc.conf")
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(
+                "[keystone_authtoken]\n"
+                f"www_authenticate_uri = {self.keystone.url}\n"
+                f"auth_url = {self.keystone.url}\n"
+                "auth_type = password\n"
+                f"username = {SERVICE}\n"
+                "user_domain_name = Default\n"
+                "project_name = service\n"
+                "project_domain_name = Default\n"
+                f"region_name = {_keystone.REGION}\n"
+                "service_token_roles_required = true\n")
+        return path
+
+    def _serve(self) -> None:
+        port = free_port()
+        self.register_endpoint(f"http://127.0.0.1:{port}")
+        self.server.start(
+            "--auth-strategy", "keystone",
+            "--keystone-config", self.keystone_config(),
+            env={PASSWORD_ENV: self.users[SERVICE].password}, port=port)
+
+    def token(self, user: str) -> str:
+        """A token of ``user`` in its scope (cached by the session)."""
+        token = self.session(user).get_token()
+        assert token, user
+        return str(token)
+
+    def headers(self, user: str) -> dict[str, str]:
+        """Request headers authenticating as ``user``."""
+        return {"X-Auth-Token": self.token(user)}
+
+    def close(self) -> None:
+        """Stop the server and Keystone; remove their files."""
+        self.server.cleanup()
+        self.keystone.close()
