@@ -461,46 +461,48 @@ def ironic_venv() -> str:
         IRONIC_VENV_ENV, os.path.join(_REPO_ROOT, ".venv-ironic")))
 
 
-def _marker_text() -> str:
-    return "\n".join(IRONIC_REQUIREMENTS) + "\n"
-
-
-def _venv_ready(venv: str) -> bool:
+def _venv_ready(venv: str, requirements: Sequence[str]) -> bool:
     try:
         with open(os.path.join(venv, _MARKER)) as marker:
-            return marker.read() == _marker_text()
+            return marker.read() == "\n".join(requirements) + "\n"
     except OSError:
         return False
 
 
-def ensure_ironic_venv() -> str:
-    """Create the Ironic virtualenv once; return its ``bin`` directory.
+def ensure_venv(venv: str, requirements: Sequence[str], what: str) -> str:
+    """Create a peer's virtualenv (Ironic's, Keystone's) once with
+    ``requirements``; return its ``bin`` directory.
 
     Two stestr workers may get here at the same moment, so the install runs
     under an exclusive file lock and is marked complete only at the end (a
-    half-finished install is simply resumed by the next caller).
+    half-finished install is simply resumed by the next caller; changed
+    requirements install again).
     """
-    venv = ironic_venv()
     bin_dir = os.path.join(venv, "bin")
-    if _venv_ready(venv):
+    if _venv_ready(venv, requirements):
         return bin_dir
     os.makedirs(os.path.dirname(venv), exist_ok=True)
     with open(venv + ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if _venv_ready(venv):
+        if _venv_ready(venv, requirements):
             return bin_dir
         python = os.path.join(bin_dir, "python")
         if not os.path.exists(python):
             shutil.rmtree(venv, ignore_errors=True)
             _run([sys.executable, "-m", "venv", venv], 300,
-                 "creating the Ironic virtualenv")
+                 f"creating the {what} virtualenv")
         _run([python, "-m", "pip", "install", "-q", "--upgrade", "pip"],
-             _INSTALL_TIMEOUT, "upgrading pip in the Ironic virtualenv")
-        _run([python, "-m", "pip", "install", "-q", *IRONIC_REQUIREMENTS],
-             _INSTALL_TIMEOUT, "installing Ironic into its virtualenv")
+             _INSTALL_TIMEOUT, f"upgrading pip in the {what} virtualenv")
+        _run([python, "-m", "pip", "install", "-q", *requirements],
+             _INSTALL_TIMEOUT, f"installing {what} into its virtualenv")
         with open(os.path.join(venv, _MARKER), "w") as marker:
-            marker.write(_marker_text())
+            marker.write("\n".join(requirements) + "\n")
     return bin_dir
+
+
+def ensure_ironic_venv() -> str:
+    """The Ironic virtualenv's ``bin`` directory (installed on demand)."""
+    return ensure_venv(ironic_venv(), IRONIC_REQUIREMENTS, "Ironic")
 
 
 # -- starting targets --------------------------------------------------------

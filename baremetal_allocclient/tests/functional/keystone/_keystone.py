@@ -10,14 +10,13 @@ serves it with gunicorn (one worker) on a free loopback port.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from collections.abc import Sequence
 
+from baremetal_allocclient.tests.functional import targets
 from baremetal_allocclient.tests.functional.targets import (
     TargetError,
     _die_with_parent,
@@ -30,8 +29,6 @@ REQUIREMENTS = ("keystone", "gunicorn")
 REGION = "RegionOne"
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
-_MARKER = ".baremetal-alloc-ready"
-_INSTALL_TIMEOUT = 1800.0
 _START_TIMEOUT = 120.0
 
 # Runs inside the Keystone virtualenv.  Keystone's oslo.config parses the
@@ -78,26 +75,7 @@ def _run(argv: Sequence[str], timeout: float, what: str,
 
 def ensure_venv() -> str:
     """Install Keystone once (file-locked); return the venv's bin dir."""
-    venv = venv_path()
-    bin_dir = os.path.join(venv, "bin")
-    marker = os.path.join(venv, _MARKER)
-    if os.path.exists(marker):
-        return bin_dir
-    os.makedirs(os.path.dirname(venv), exist_ok=True)
-    with open(venv + ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if os.path.exists(marker):
-            return bin_dir
-        python = os.path.join(bin_dir, "python")
-        if not os.path.exists(python):
-            shutil.rmtree(venv, ignore_errors=True)
-            _run([sys.executable, "-m", "venv", venv], 300,
-                 "creating the Keystone virtualenv")
-        _run([python, "-m", "pip", "install", "-q", *REQUIREMENTS],
-             _INSTALL_TIMEOUT, "installing keystone and gunicorn")
-        with open(marker, "w") as handle:
-            handle.write("\n".join(REQUIREMENTS) + "\n")
-    return bin_dir
+    return targets.ensure_venv(venv_path(), REQUIREMENTS, "Keystone")
 
 
 def _config(workdir: str) -> str:
