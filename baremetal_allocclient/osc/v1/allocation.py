@@ -347,11 +347,11 @@ class CreateAllocation(_IronicclientColumns, show.ShowOne, _Provenance):
     ) -> tuple[Sequence[str], Any]:
         """Records of ``made``: a list with --count, else one record."""
         columns = _columns()
-        self._default_columns = columns.IRONICCLIENT_RECORD
+        # python-ironicclient's create prints its --long columns' order.
+        self._default_columns = columns.IRONICCLIENT_LONG
         if self._many:
-            return columns.RECORD, [columns.row(a, columns.RECORD)
-                                    for a in made]
-        return columns.RECORD, columns.row(made[0], columns.RECORD)
+            return columns.ALL, [columns.row(a, columns.ALL) for a in made]
+        return columns.ALL, columns.row(made[0], columns.ALL)
 
     def produce_output(
         self,

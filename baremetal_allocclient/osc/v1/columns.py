@@ -28,8 +28,8 @@ _ATTRIBUTES: dict[str, str] = {
 LEASE_COLUMN = "lease_expires_at"
 _DERIVED: dict[str, str] = {LEASE_COLUMN: "extra"}
 #: python-ironicclient's allocation columns, in its order: ``list`` shows
-#: IRONICCLIENT_LIST, ``list --long`` IRONICCLIENT_LONG, and ``show`` and
-#: ``create`` the record's fields sorted by name (IRONICCLIENT_RECORD).
+#: IRONICCLIENT_LIST, ``list --long`` and ``create`` IRONICCLIENT_LONG, and
+#: ``show`` the record's fields sorted by name (IRONICCLIENT_RECORD).
 IRONICCLIENT_LIST: tuple[str, ...] = (
     "uuid", "name", "resource_class", "state", "node_uuid",
 )
@@ -45,7 +45,7 @@ ALL: tuple[str, ...] = (*IRONICCLIENT_LONG, LEASE_COLUMN)
 #: What ``list`` fetches without ``--long`` or ``--fields``; the columns
 #: beyond IRONICCLIENT_LIST are shown only when ``-c`` names them.
 DEFAULT_LIST: tuple[str, ...] = (*IRONICCLIENT_LIST, LEASE_COLUMN)
-#: What ``show`` and ``create`` fetch; the same rule for extra columns.
+#: What ``show`` fetches; the same rule for extra columns.
 RECORD: tuple[str, ...] = (*IRONICCLIENT_RECORD, LEASE_COLUMN)
 #: Fields Ironic refuses in ``sort_key`` (lists and free-form documents);
 #: the derived column is not a server field at all.
