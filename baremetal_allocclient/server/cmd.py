@@ -36,11 +36,14 @@ def _parser() -> argparse.ArgumentParser:
         description="Ironic-compatible reference server for allocations.",
     )
     levels = ["DEBUG", "INFO", "WARNING", "ERROR"]
-    parser.add_argument("--log-level", default="INFO", choices=levels)
+    parser.add_argument("--log-level", default="INFO", choices=levels,
+                        help="log messages of this level and above "
+                             "(default: INFO)")
     # Also accepted after the sub-command; it only overrides when given.
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
-        "--log-level", default=argparse.SUPPRESS, choices=levels
+        "--log-level", default=argparse.SUPPRESS, choices=levels,
+        help="log messages of this level and above (default: INFO)",
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -55,8 +58,15 @@ def _parser() -> argparse.ArgumentParser:
         "serve", help="run the API server", parents=[common]
     )
     add_db(serve)
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=6385)
+    serve.add_argument(
+        "--host", default="127.0.0.1",
+        help="address to listen on (default: 127.0.0.1; :: or 0.0.0.0 for "
+             "every interface)",
+    )
+    serve.add_argument(
+        "--port", type=int, default=6385,
+        help="TCP port to listen on (default: 6385, Ironic's)",
+    )
     serve.add_argument(
         "--upgrade", action="store_true",
         help="upgrade an out-of-date schema instead of refusing to start",

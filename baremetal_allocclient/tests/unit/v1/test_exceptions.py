@@ -78,3 +78,22 @@ class ParseErrorBodyTest(testtools.TestCase):
         down = exceptions.ConnectionFailed("http://h:1", "Connection refused")
         self.assertIn("http://h:1", str(down))
         self.assertIsInstance(exceptions.InvalidArgument("x"), ValueError)
+
+
+class TestExportedFromV1(testtools.TestCase):
+    def test_every_exception_type_is_importable_from_v1(self) -> None:
+        """``from baremetal_allocclient.v1 import NotFound`` and the rest."""
+        import inspect
+
+        from baremetal_allocclient import exceptions as exc_module
+        from baremetal_allocclient import v1
+
+        types_ = [obj for _, obj in inspect.getmembers(exc_module,
+                                                        inspect.isclass)
+                  if issubclass(obj, BaseException)
+                  and obj.__module__ == exc_module.__name__]
+        self.assertGreater(len(types_), 15)
+        for cls in types_:
+            self.assertIs(cls, getattr(v1, cls.__name__, None),
+                          cls.__name__)
+            self.assertIn(cls.__name__, v1.__all__)
