@@ -66,12 +66,12 @@ class ConnectionFailed(ClientError):
     without the URL is the most common unanswerable support question.
     """
 
-    def __init__(self, endpoint: str, reason: str) -> None:
+    def __init__(self, endpoint: str, reason: str, *,
+                 service: str = "bare metal API") -> None:
         self.endpoint = endpoint
         self.reason = reason
-        super().__init__(
-            f"Unable to reach the bare metal API at {endpoint}: {reason}"
-        )
+        super().__init__(f"Unable to reach the {service} at {endpoint}: "
+                         f"{reason}")
 
 
 class DeadlineExceeded(ClientError):
