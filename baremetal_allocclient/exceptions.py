@@ -25,6 +25,7 @@ __all__ = [
     "Conflict",
     "ConnectionFailed",
     "DeadlineExceeded",
+    "ExtensionNotSupported",
     "Forbidden",
     "HttpError",
     "InvalidArgument",
@@ -89,6 +90,11 @@ class DeadlineExceeded(ClientError):
         super().__init__(
             f"No answer to {method} {url} within the time limit"
         )
+
+
+class ExtensionNotSupported(ClientError):
+    """The server lacks an extension of baremetal-alloc-server that the
+    call needs (real Ironic has none of them)."""
 
 
 class Terminated(BaseException):

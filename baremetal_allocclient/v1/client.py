@@ -60,6 +60,8 @@ LOG = logging.getLogger(__name__)
 
 SERVICE_TYPE: Final = "baremetal"
 CLIENT_NAME: Final = "baremetal-allocclient"
+#: The reference server's capacity extension (Ironic answers 404).
+CAPACITY_PATH: Final = "/v1/allocation_capacity"
 
 
 class _Unset:
@@ -971,15 +973,23 @@ class Client:
         only the nodes satisfying them are counted.
 
         ``GET /v1/allocation_capacity`` exists only on
-        baremetal-alloc-server (Ironic answers 404 -> NotFound).
+        baremetal-alloc-server: elsewhere (Ironic answers 404) this raises
+        ExtensionNotSupported.
         """
         params = {"resource_class": resource_class} if resource_class else {}
         if constraints:
             params["constraints"] = json.dumps(constraints.to_wire())
-        response = self._transport.request(
-            "GET", "/v1/allocation_capacity", feature=versions.ALLOCATIONS,
-            params=params,
-        )
+        try:
+            response = self._transport.request(
+                "GET", CAPACITY_PATH, feature=versions.ALLOCATIONS,
+                params=params,
+            )
+        except exceptions.NotFound:
+            raise exceptions.ExtensionNotSupported(
+                f"The server at {self._transport.root} has no allocation "
+                f"capacity ({CAPACITY_PATH} is an extension of "
+                f"baremetal-alloc-server; Ironic does not offer it)"
+            ) from None
         body = self._transport.json(response)
         rows = body.get("capacity") if isinstance(body, dict) else None
         if not isinstance(rows, list):
