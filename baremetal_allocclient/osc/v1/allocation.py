@@ -203,8 +203,9 @@ class CreateAllocation(_IronicclientColumns, show.ShowOne, _Provenance):
             metavar="<timeout>",
             help="Wait until the allocation(s) leave the 'allocating' "
             "state; fail (exit code 1) if any ends in 'error'. Optional "
-            "time limit in seconds for the whole command, every request "
-            "included; 0 (the default) waits without a limit.",
+            "time limit for the whole command, every request included: "
+            "seconds or a duration such as 90s, 5m, 1h30m; 0 (the "
+            "default) waits without a limit.",
         )
         parser.add_argument(
             "--delete-on-failure",
