@@ -152,7 +152,6 @@ class Client:
             to use the highest version both sides support.
         retry_policy: budget for transient failures (503, refused
             connections, 409 "node is locked").
-        clock, sleep: injected time sources; tests pass fakes.
     """
 
     def __init__(
@@ -161,23 +160,26 @@ class Client:
         *,
         api_version: VersionArg = None,
         retry_policy: retries.RetryPolicy | None = None,
-        clock: waiting.Clock = time.monotonic,
-        sleep: waiting.Sleep = time.sleep,
+        _clock: waiting.Clock = time.monotonic,
+        _sleep: waiting.Sleep = time.sleep,
+        _rng: random.Random | None = None,
     ) -> None:
+        # _clock, _sleep and _rng: time and jitter sources for tests, not
+        # part of the API.
         self._transport = transport.Transport(
             adapter,
             api_version=api_version,
             retry_policy=retry_policy,
-            sleep=sleep,
+            sleep=_sleep,
         )
-        self._clock = clock
-        self._sleep = sleep
+        self._clock = _clock
+        self._sleep = _sleep
         self._v1_doc: Any = None
         #: Whether a create asked the server for a place in line (then
         #: allocation reads ask it for the position too).
         self._queue_used = False
         #: Jitter of the pauses between attempts to find capacity.
-        self.rng: random.Random = random.SystemRandom()
+        self._rng: random.Random = _rng or random.SystemRandom()
 
     # -- constructors ---------------------------------------------------
 

@@ -97,3 +97,31 @@ class TestExportedFromV1(testtools.TestCase):
             self.assertIs(cls, getattr(v1, cls.__name__, None),
                           cls.__name__)
             self.assertIn(cls.__name__, v1.__all__)
+
+
+class TestNoTestHooksInPublicSignatures(testtools.TestCase):
+    def test_public_callables_take_no_clock_sleep_or_rng(self) -> None:
+        import inspect
+
+        from baremetal_allocclient import v1
+        from baremetal_allocclient.osc import progress
+
+        hooks = {"clock", "sleep", "rng", "interval"}
+        callables = [progress.TtyProgress]
+        for name in v1.__all__:
+            obj = getattr(v1, name)
+            if inspect.isclass(obj):
+                callables.append(obj)
+                callables.extend(
+                    member for member_name, member in vars(obj).items()
+                    if not member_name.startswith("_")
+                    and callable(getattr(obj, member_name, None)))
+        for func in callables:
+            target = getattr(func, "__func__", func)
+            try:
+                params = inspect.signature(target).parameters
+            except (TypeError, ValueError):
+                continue
+            self.assertEqual(set(), hooks & set(params), func)
+        client = v1.Client.from_endpoint("http://127.0.0.1:1")
+        self.assertFalse(hasattr(client, "rng"))
