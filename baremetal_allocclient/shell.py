@@ -407,6 +407,11 @@ class AllocationApp(cliff_app.App):
             command_manager=FixedCommandManager(),
             deferred_help=True,
         )
+        # cliff's "complete", which also completes allocation names and
+        # states (osc/v1/completion.py).
+        self.command_manager.commands["complete"] = _LazyCommand(  # type: ignore[assignment]
+            "complete", "baremetal_allocclient.osc.v1.completion:"
+            "CompleteCommand")
 
     def build_option_parser(
         self,
