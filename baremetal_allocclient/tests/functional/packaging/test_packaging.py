@@ -80,7 +80,7 @@ class PackagingTest(testtools.TestCase):
         cls.venv_bin = os.path.join(venv, "bin")
         _run([os.path.join(cls.venv_bin, "python"), "-m", "pip", "install",
               "--quiet", "--disable-pip-version-check",
-              f"{cls.wheel}[server]"], env=cls.env, timeout=900)
+              f"{cls.wheel}[osc,server]"], env=cls.env, timeout=900)
         # The plain install: the SDK and baremetal-alloc, no extra.
         plain = os.path.join(cls.tmp, "plain")
         _run([sys.executable, "-m", "venv", plain])
@@ -157,7 +157,9 @@ class PackagingTest(testtools.TestCase):
             "baremetal-alloc-server = baremetal_allocclient.server.cmd:main",
             "baremetal_allocation = baremetal_allocclient.osc.plugin",
             "baremetal_allocation_create = "
-            "baremetal_allocclient.osc.v1.allocation:CreateAllocation",
+            "baremetal_allocclient.osc.commands:CreateAllocation",
+            "baremetal_allocation_get = "
+            "baremetal_allocclient.osc.v1.allocation:ShowAllocation",
         ):
             self.assertIn(line, entries)
 
