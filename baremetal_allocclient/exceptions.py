@@ -25,6 +25,7 @@ __all__ = [
     "Conflict",
     "ConnectionFailed",
     "DeadlineExceeded",
+    "ExtensionNotSupported",
     "Forbidden",
     "HttpError",
     "InvalidArgument",
@@ -75,12 +76,12 @@ class ConnectionFailed(ClientError):
     without the URL is the most common unanswerable support question.
     """
 
-    def __init__(self, endpoint: str, reason: str) -> None:
+    def __init__(self, endpoint: str, reason: str, *,
+                 service: str = "bare metal API") -> None:
         self.endpoint = endpoint
         self.reason = reason
-        super().__init__(
-            f"Unable to reach the bare metal API at {endpoint}: {reason}"
-        )
+        super().__init__(f"Unable to reach the {service} at {endpoint}: "
+                         f"{reason}")
 
 
 class DeadlineExceeded(ClientError):
@@ -98,6 +99,11 @@ class DeadlineExceeded(ClientError):
         super().__init__(
             f"No answer to {method} {url} within the time limit"
         )
+
+
+class ExtensionNotSupported(ClientError):
+    """The server lacks an extension of baremetal-alloc-server that the
+    call needs (real Ironic has none of them)."""
 
 
 class Terminated(BaseException):

@@ -39,7 +39,7 @@ MAX_DURATION: Final = datetime.timedelta(days=366)
 #: What ``--lease`` accepts, for usage messages.
 DURATION_RULE: Final = (
     "a duration such as 90s, 30m, 2h, 1d or 1h30m (units d, h, m, s, "
-    "each at most once, in that order; at most 366d)"
+    "each at most once, in that order; a bare number is seconds)"
 )
 
 _UNITS: Final = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
@@ -64,11 +64,24 @@ def parse_duration(text: str) -> datetime.timedelta:
     """
     if not isinstance(text, str):
         raise LeaseError(f"expected {DURATION_RULE}, got {text!r}")
-    match = _DURATION_RE.match(text.strip().lower())
-    if match is None or not any(match.groupdict().values()):
-        raise LeaseError(f"invalid lease {text!r}: expected {DURATION_RULE}")
-    seconds = sum(int(match.group(unit) or 0) * size for unit, size in _UNITS)
+    seconds = duration_seconds(text, "lease")
     return check_duration(datetime.timedelta(seconds=seconds))
+
+
+def duration_seconds(text: str, what: str = "duration") -> int:
+    """Seconds in ``"90"``, ``"90s"``, ``"30m"``, ``"1h30m"``... (a bare
+    number is seconds); the one duration syntax of every option.
+
+    Raises:
+        LeaseError: not a duration (the message says what is).
+    """
+    stripped = text.strip().lower()
+    if stripped.isascii() and stripped.isdigit() and len(stripped) <= 9:
+        return int(stripped)
+    match = _DURATION_RE.match(stripped)
+    if match is None or not any(match.groupdict().values()):
+        raise LeaseError(f"invalid {what} {text!r}: expected {DURATION_RULE}")
+    return sum(int(match.group(unit) or 0) * size for unit, size in _UNITS)
 
 
 def check_duration(duration: datetime.timedelta) -> datetime.timedelta:

@@ -44,24 +44,6 @@ COMMANDS: Mapping[str, str] = {
     "expire": "baremetal_allocclient.osc.v1.leases:ExpireLeases",
 }
 
-#: Auth-plugin options offered on the command line (and as OS_* variables),
-#: passed to keystoneauth when its plugin accepts them.
-AUTH_OPTIONS: tuple[str, ...] = (
-    "auth_url",
-    "username",
-    "user_id",
-    "password",
-    "user_domain_name",
-    "user_domain_id",
-    "project_name",
-    "project_id",
-    "project_domain_name",
-    "project_domain_id",
-    "token",
-    "application_credential_id",
-    "application_credential_secret",
-    "system_scope",
-)
 #: Auth types handled without keystone.
 NO_AUTH = "none"
 HTTP_BASIC = "http_basic"
@@ -103,8 +85,35 @@ def _env(*names: str, default: str | None = None) -> str | None:
     return default
 
 
-def add_connection_options(parser: argparse.ArgumentParser) -> None:
-    """The OpenStackClient-compatible options that say where and as whom."""
+def _given_auth(argv: Sequence[str]) -> argparse.Namespace:
+    """``--os-auth-type``, ``--os-auth-url`` and ``--os-cloud`` as given on
+    the command line or in the environment (pure but for the environment).
+    """
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--os-auth-type", "--os-auth-plugin", dest="auth_type",
+                     default=_env("OS_AUTH_TYPE", "OS_AUTH_PLUGIN"))
+    pre.add_argument("--os-auth-url", dest="auth_url",
+                     default=_env("OS_AUTH_URL"))
+    pre.add_argument("--os-cloud", dest="cloud", default=_env("OS_CLOUD"))
+    given, _rest = pre.parse_known_args(list(argv))
+    return given
+
+
+def add_connection_options(
+    parser: argparse.ArgumentParser, argv: Sequence[str] = ()
+) -> None:
+    """The OpenStackClient-compatible options that say where and as whom.
+
+    The authentication options are those of the keystoneauth plugin that
+    ``--os-auth-type`` (or ``OS_AUTH_TYPE``) names in ``argv``, registered
+    by keystoneauth itself: ``--os-auth-type X --help`` lists X's options.
+    Without a type, a keystone URL or a cloud means "password" and a bare
+    endpoint no authentication, like OpenStackClient.
+    """
+    given = _given_auth(argv)
+    implied = given.auth_type or (
+        "password" if given.auth_url or given.cloud else NO_AUTH)
+    parser.set_defaults(auth_type_given=given.auth_type)
     group = parser.add_argument_group("connection and authentication")
     group.add_argument(
         "--os-cloud",
@@ -113,32 +122,15 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
         default=_env("OS_CLOUD"),
         help="Cloud from clouds.yaml to use (Env: OS_CLOUD).",
     )
-    group.add_argument(
-        "--os-endpoint",
-        dest="endpoint",
-        metavar="<url>",
-        default=_env("OS_ENDPOINT", "OS_BAREMETAL_ENDPOINT"),
-        help="Bare Metal API endpoint, e.g. http://127.0.0.1:6385; "
-        "overrides the service catalog (Env: OS_ENDPOINT).",
-    )
-    group.add_argument(
-        "--os-auth-type",
-        dest="auth_type",
-        metavar="<auth-type>",
-        default=_env("OS_AUTH_TYPE"),
-        help="Authentication: none, http_basic, or a keystoneauth plugin "
-        "such as password, token, v3applicationcredential (default: "
-        "password with --os-auth-url, else none) (Env: OS_AUTH_TYPE).",
-    )
-    for option in AUTH_OPTIONS:
-        flag = "--os-" + option.replace("_", "-")
-        env = "OS_" + option.upper()
+    _add_auth_plugin_options(parser, implied)
+    if "--os-endpoint" not in parser._option_string_actions:
         group.add_argument(
-            flag,
-            dest=option,
-            metavar=f"<{option.replace('_', '-')}>",
-            default=_env(env),
-            help=f"Authentication {option.replace('_', ' ')} (Env: {env}).",
+            "--os-endpoint",
+            dest="os_endpoint",
+            metavar="<url>",
+            default=_env("OS_ENDPOINT", "OS_BAREMETAL_ENDPOINT"),
+            help="Bare Metal API endpoint, e.g. http://127.0.0.1:6385; "
+            "overrides the service catalog (Env: OS_ENDPOINT).",
         )
     group.add_argument(
         "--os-region-name",
@@ -208,6 +200,55 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_auth_plugin_options(
+    parser: argparse.ArgumentParser, auth_type: str
+) -> None:
+    """keystoneauth's own registration of ``auth_type``'s options."""
+    help_text = (
+        "Authentication: none, http_basic, or any keystoneauth plugin "
+        "such as password, token, v3applicationcredential, v3totp, "
+        "v3oidcpassword (default: password with --os-auth-url or "
+        "--os-cloud, else none) (Env: OS_AUTH_TYPE).")
+    dests: list[str] = []
+    if auth_type != NO_AUTH:
+        from keystoneauth1 import exceptions as ks_exceptions
+        from keystoneauth1 import loading
+
+        try:
+            loader: Any = loading.register_auth_argparse_arguments(
+                parser, ["--os-auth-type", auth_type], default=auth_type)
+        except ks_exceptions.NoMatchingPlugin:
+            # Parse as "password" would, to report the type, not an option.
+            parser.set_defaults(auth_type_unknown=True)
+            for opt in loading.get_plugin_loader("password").get_options():
+                parser.add_argument(
+                    *opt.argparse_args, default=opt.argparse_default,
+                    metavar=opt.metavar, help=opt.help, dest="os_" + opt.dest)
+        else:
+            parser._option_string_actions["--os-auth-type"].help = help_text
+            dests = [opt.dest for opt in loader.get_options()]
+            _hyphenate(parser)
+    parser.set_defaults(auth_option_dests=dests)
+    if "--os-auth-type" not in parser._option_string_actions:
+        parser.add_argument(
+            "--os-auth-type", "--os-auth-plugin",
+            dest="os_auth_type",
+            metavar="<name>",
+            default=auth_type,
+            help=help_text,
+        )
+
+
+def _hyphenate(parser: argparse.ArgumentParser) -> None:
+    """Add ``--os-a-b`` for keystoneauth's ``--os-a_b`` spellings (some
+    plugins name options with underscores; OpenStackClient hyphenates)."""
+    for flag, action in list(parser._option_string_actions.items()):
+        alias = flag.replace("_", "-")
+        if alias != flag and alias not in parser._option_string_actions:
+            action.option_strings = [alias, *action.option_strings]
+            parser._option_string_actions[alias] = action
+
+
 def verify_setting(options: argparse.Namespace) -> bool | str:
     """requests' ``verify``: False, a CA bundle path or True (pure)."""
     if options.insecure:
@@ -224,26 +265,26 @@ def effective_auth_type(options: argparse.Namespace) -> str:
     a bare endpoint means no authentication, like OpenStackClient with
     ``--os-endpoint``.
     """
-    if options.auth_type:
-        return str(options.auth_type)
-    if options.auth_url:
-        return "password"
-    return NO_AUTH
+    return str(getattr(options, "os_auth_type", None) or NO_AUTH)
 
 
 def connection_problem(options: argparse.Namespace) -> str | None:
     """Why no client can be built from these options (pure), or None."""
+    auth_type = effective_auth_type(options)
+    if getattr(options, "auth_type_unknown", False):
+        return f"unknown auth type {auth_type!r}"
     if options.cloud:
         return None
-    auth_type = effective_auth_type(options)
-    if auth_type in (NO_AUTH, HTTP_BASIC) and not options.endpoint:
+    if auth_type in (NO_AUTH, HTTP_BASIC) and not options.os_endpoint:
         return (
             "no endpoint: give --os-endpoint (or OS_ENDPOINT), or "
             "--os-cloud (or OS_CLOUD)"
         )
-    if auth_type == HTTP_BASIC and not (options.username and options.password):
+    auth = auth_settings(options)
+    if auth_type == HTTP_BASIC and not (
+            auth.get("username") and auth.get("password")):
         return "http_basic needs --os-username and --os-password"
-    if auth_type not in (NO_AUTH, HTTP_BASIC) and not options.auth_url:
+    if "auth_url" in options.auth_option_dests and not auth.get("auth_url"):
         return f"auth type {auth_type} needs --os-auth-url (or OS_AUTH_URL)"
     return None
 
@@ -251,9 +292,9 @@ def connection_problem(options: argparse.Namespace) -> str | None:
 def auth_settings(options: argparse.Namespace) -> dict[str, str]:
     """The auth options given on the command line or in OS_* (pure)."""
     return {
-        name: getattr(options, name)
-        for name in AUTH_OPTIONS
-        if getattr(options, name, None)
+        dest: getattr(options, "os_" + dest)
+        for dest in getattr(options, "auth_option_dests", ())
+        if getattr(options, "os_" + dest, None)
     }
 
 
@@ -263,13 +304,13 @@ def cloud_overrides(options: argparse.Namespace) -> dict[str, Any]:
     Only what the user gave explicitly overrides clouds.yaml.
     """
     overrides: dict[str, Any] = {}
-    if options.auth_type:
-        overrides["auth_type"] = options.auth_type
+    if options.auth_type_given:
+        overrides["auth_type"] = options.auth_type_given
     auth = auth_settings(options)
-    if options.endpoint:
-        overrides["baremetal_endpoint_override"] = options.endpoint
-        if (options.auth_type or "") in (NO_AUTH, HTTP_BASIC):
-            auth.setdefault("endpoint", options.endpoint)
+    if options.os_endpoint:
+        overrides["baremetal_endpoint_override"] = options.os_endpoint
+        if (options.auth_type_given or "") in (NO_AUTH, HTTP_BASIC):
+            auth.setdefault("endpoint", options.os_endpoint)
     if auth:
         overrides["auth"] = auth
     for name in ("region_name", "interface", "cacert", "cert", "key"):
@@ -314,7 +355,7 @@ def build_client(options: argparse.Namespace) -> Client:
     verify = verify_setting(options)
     if auth_type == NO_AUTH:
         return Client.from_endpoint(
-            options.endpoint,
+            options.os_endpoint,
             api_version=api_version,
             verify=verify,
             timeout=options.timeout,
@@ -322,7 +363,7 @@ def build_client(options: argparse.Namespace) -> Client:
     session = _keystone_session(options, auth_type, verify)
     return Client.from_session(
         session,
-        endpoint_override=options.endpoint,
+        endpoint_override=options.os_endpoint,
         interface=options.interface,
         region_name=options.region_name,
         api_version=api_version,
@@ -332,30 +373,16 @@ def build_client(options: argparse.Namespace) -> Client:
 def _keystone_session(
     options: argparse.Namespace, auth_type: str, verify: bool | str
 ) -> Any:
+    from keystoneauth1 import exceptions as ks_exceptions
+    from keystoneauth1 import loading
     from keystoneauth1 import session as ks_session
 
-    plugin: Any
-    if auth_type == HTTP_BASIC:
-        from keystoneauth1 import http_basic
-
-        plugin = http_basic.HTTPBasicAuth(
-            endpoint=options.endpoint,
-            username=options.username,
-            password=options.password,
-        )
-    else:
-        from keystoneauth1 import exceptions as ks_exceptions
-        from keystoneauth1 import loading
-
-        try:
-            loader: Any = loading.get_plugin_loader(auth_type)
-        except ks_exceptions.NoMatchingPlugin:
-            raise UsageError(f"unknown auth type {auth_type!r}") from None
-        accepted = {opt.dest for opt in loader.get_options()}
-        given = auth_settings(options)
-        plugin = loader.load_from_options(
-            **{k: v for k, v in given.items() if k in accepted}
-        )
+    try:
+        plugin: Any = loading.load_auth_from_argparse_arguments(options)
+    except ks_exceptions.MissingRequiredOptions as exc:
+        missing = ", ".join(
+            "--os-" + opt.dest.replace("_", "-") for opt in exc.options)
+        raise UsageError(f"auth type {auth_type} needs {missing}") from None
     cert: Any = options.cert
     if options.cert and options.key:
         cert = (options.cert, options.key)
@@ -370,7 +397,9 @@ class AllocationApp(cliff_app.App):
     NAME = "baremetal-alloc"
     LOG = logging.getLogger(NAME)
 
-    def __init__(self) -> None:
+    def __init__(self, argv: Sequence[str] = ()) -> None:
+        # The auth plugin's options depend on --os-auth-type in argv.
+        self._argv = list(argv)
         super().__init__(
             description="Reserve bare metal nodes with the Ironic "
             "Allocation API.",
@@ -378,6 +407,11 @@ class AllocationApp(cliff_app.App):
             command_manager=FixedCommandManager(),
             deferred_help=True,
         )
+        # cliff's "complete", which also completes allocation names and
+        # states (osc/v1/completion.py).
+        self.command_manager.commands["complete"] = _LazyCommand(  # type: ignore[assignment]
+            "complete", "baremetal_allocclient.osc.v1.completion:"
+            "CompleteCommand")
 
     def build_option_parser(
         self,
@@ -388,7 +422,7 @@ class AllocationApp(cliff_app.App):
         parser: argparse.ArgumentParser = super().build_option_parser(
             description, version, argparse_kwargs
         )
-        add_connection_options(parser)
+        add_connection_options(parser, self._argv)
         return parser
 
     def configure_logging(self) -> None:
@@ -406,6 +440,10 @@ class AllocationApp(cliff_app.App):
             levels = {0: logging.ERROR, 1: logging.WARNING, 2: logging.INFO}
             level = levels.get(self.options.verbose_level, logging.DEBUG)
         console.setLevel(level)
+        if level > logging.INFO:
+            # keystoneauth warns about version discovery before the
+            # one-line error that says what went wrong.
+            logging.getLogger("keystoneauth").setLevel(logging.ERROR)
         console.setFormatter(logging.Formatter(self.CONSOLE_MESSAGE_FORMAT))
         root.addHandler(console)
 
@@ -445,9 +483,10 @@ def _version() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Console-script entry point."""
-    app = AllocationApp()
+    args = list(sys.argv[1:] if argv is None else argv)
+    app = AllocationApp(args)
     try:
-        return app.run(list(sys.argv[1:] if argv is None else argv))
+        return app.run(args)
     finally:
         _quick_exit()
 

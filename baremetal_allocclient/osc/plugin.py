@@ -5,14 +5,16 @@ python-openstackclient imports every installed plugin module on each
 library at import time: the SDK, keystoneauth and the command modules are
 imported only when an allocation command actually runs.
 
-The commands themselves are registered in the ``openstack.extension``
-entry-point group (see ``setup.cfg``), which OpenStackClient loads after the
-per-API groups such as python-ironicclient's ``openstack.baremetal.v1``.
-cliff keeps the last registration of a command name, so our
-``baremetal allocation ...`` commands replace python-ironicclient's whatever
-the installation order. cliff logs a warning for every such replacement; the
-filter installed below drops exactly those warnings (ours replacing another
-implementation of one of our own command names) and nothing else.
+The commands themselves are registered once each, in the
+``openstack.extension`` entry-point group (see ``setup.cfg``), which
+OpenStackClient loads after the per-API groups such as python-ironicclient's
+``openstack.baremetal.v1``. cliff keeps the last registration of a command
+name, so our ``baremetal allocation ...`` commands replace
+python-ironicclient's whatever the installation order (unless
+:mod:`baremetal_allocclient.osc.commands` is told to keep ironicclient's).
+cliff logs a warning for every such replacement; the filter installed below
+drops exactly those warnings (ours replacing another implementation of one
+of our own command names) and nothing else.
 """
 
 from __future__ import annotations
@@ -124,10 +126,8 @@ def _other_plugin_adds_version_option(parser: argparse.ArgumentParser) -> bool:
 class _OverrideWarningFilter(logging.Filter):
     """Drop cliff's duplicate-command warning for our command names.
 
-    Our commands are listed in ``openstack.baremetal.v1`` (for ``openstack
-    command list --group baremetal``) and in ``openstack.extension``, which
-    loads last: whatever python-ironicclient's registration order within
-    the baremetal group, ours is the one finally kept.
+    Our commands are in ``openstack.extension``, which loads last, so they
+    replace python-ironicclient's of the same names on purpose.
     """
 
     def filter(self, record: logging.LogRecord) -> bool:

@@ -13,6 +13,8 @@ are in each state ("creating" for a create not answered yet).
 from __future__ import annotations
 
 import collections
+import os
+import shutil
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -46,6 +48,25 @@ def shown_state(allocation: Allocation) -> str | None:
     return allocation.state
 
 
+def terminal_width(stream: TextIO) -> int:
+    """Columns of the terminal behind ``stream`` (``COLUMNS`` or 80 when
+    that cannot be asked)."""
+    try:
+        return os.get_terminal_size(stream.fileno()).columns or 80
+    except (AttributeError, OSError, ValueError):
+        return shutil.get_terminal_size().columns
+
+
+def fit(line: str, width: int) -> str:
+    """``line`` cut to ``width`` characters, ending with "..." when cut
+    (pure)."""
+    if len(line) <= width:
+        return line
+    if width <= 3:
+        return line[:max(0, width)]
+    return line[:width - 3] + "..."
+
+
 class TtyProgress:
     """Redraws one status line on a terminal; ``close`` clears it.
 
@@ -57,13 +78,14 @@ class TtyProgress:
         self,
         stream: TextIO,
         *,
-        clock: Callable[[], float] = time.monotonic,
-        interval: float = INTERVAL,
+        _clock: Callable[[], float] = time.monotonic,
+        _interval: float = INTERVAL,
     ) -> None:
+        # _clock and _interval are for tests, not part of the interface.
         self._stream = stream
-        self._clock = clock
-        self._start = clock()
-        self._interval = interval
+        self._clock = _clock
+        self._start = _clock()
+        self._interval = _interval
         self._states: tuple[str | None, ...] = ()
         self._width = 0
         self._lock = threading.Lock()
@@ -89,8 +111,14 @@ class TtyProgress:
             self.draw()
 
     def draw(self) -> None:
-        """Redraw the line with the current elapsed time and states."""
-        line = summary(self._states, self._clock() - self._start)
+        """Redraw the line with the current elapsed time and states.
+
+        The line is cut to the terminal's width less one column: a line
+        that wrapped would scroll at every redraw instead of replacing
+        itself.
+        """
+        line = fit(summary(self._states, self._clock() - self._start),
+                   terminal_width(self._stream) - 1)
         with self._lock:
             if self._stopped.is_set():
                 return

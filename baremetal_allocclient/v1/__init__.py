@@ -10,9 +10,64 @@ Example::
     client.delete_allocation(allocation.uuid)
 """
 
+from baremetal_allocclient.exceptions import (
+    AllocationFailed,
+    BadRequest,
+    ClientError,
+    ConfigurationError,
+    Conflict,
+    ConnectionFailed,
+    DeadlineExceeded,
+    ExtensionNotSupported,
+    Forbidden,
+    GroupFailed,
+    HttpError,
+    InvalidArgument,
+    InvalidResponse,
+    MethodNotAllowed,
+    NoMatchingNodes,
+    NotAcceptable,
+    NotFound,
+    ServerError,
+    ServiceUnavailable,
+    Terminated,
+    Unauthorized,
+    VersionNotSupported,
+    WaitTimeout,
+)
 from baremetal_allocclient.v1.client import UNSET, Client
 from baremetal_allocclient.v1.resources import Allocation, Node
 from baremetal_allocclient.v1.retries import RetryPolicy
 from baremetal_allocclient.v1.waiting import Progress
 
-__all__ = ["UNSET", "Allocation", "Client", "Node", "Progress", "RetryPolicy"]
+__all__ = [
+    "UNSET",
+    "Allocation",
+    "AllocationFailed",
+    "BadRequest",
+    "Client",
+    "ClientError",
+    "ConfigurationError",
+    "Conflict",
+    "ConnectionFailed",
+    "DeadlineExceeded",
+    "ExtensionNotSupported",
+    "Forbidden",
+    "GroupFailed",
+    "HttpError",
+    "InvalidArgument",
+    "InvalidResponse",
+    "MethodNotAllowed",
+    "NoMatchingNodes",
+    "Node",
+    "NotAcceptable",
+    "NotFound",
+    "Progress",
+    "RetryPolicy",
+    "ServerError",
+    "ServiceUnavailable",
+    "Terminated",
+    "Unauthorized",
+    "VersionNotSupported",
+    "WaitTimeout",
+]

@@ -60,6 +60,8 @@ LOG = logging.getLogger(__name__)
 
 SERVICE_TYPE: Final = "baremetal"
 CLIENT_NAME: Final = "baremetal-allocclient"
+#: The reference server's capacity extension (Ironic answers 404).
+CAPACITY_PATH: Final = "/v1/allocation_capacity"
 
 
 class _Unset:
@@ -150,7 +152,6 @@ class Client:
             to use the highest version both sides support.
         retry_policy: budget for transient failures (503, refused
             connections, 409 "node is locked").
-        clock, sleep: injected time sources; tests pass fakes.
     """
 
     def __init__(
@@ -159,23 +160,26 @@ class Client:
         *,
         api_version: VersionArg = None,
         retry_policy: retries.RetryPolicy | None = None,
-        clock: waiting.Clock = time.monotonic,
-        sleep: waiting.Sleep = time.sleep,
+        _clock: waiting.Clock = time.monotonic,
+        _sleep: waiting.Sleep = time.sleep,
+        _rng: random.Random | None = None,
     ) -> None:
+        # _clock, _sleep and _rng: time and jitter sources for tests, not
+        # part of the API.
         self._transport = transport.Transport(
             adapter,
             api_version=api_version,
             retry_policy=retry_policy,
-            sleep=sleep,
+            sleep=_sleep,
         )
-        self._clock = clock
-        self._sleep = sleep
+        self._clock = _clock
+        self._sleep = _sleep
         self._v1_doc: Any = None
         #: Whether a create asked the server for a place in line (then
         #: allocation reads ask it for the position too).
         self._queue_used = False
         #: Jitter of the pauses between attempts to find capacity.
-        self.rng: random.Random = random.SystemRandom()
+        self._rng: random.Random = _rng or random.SystemRandom()
 
     # -- constructors ---------------------------------------------------
 
@@ -1023,15 +1027,23 @@ class Client:
         only the nodes satisfying them are counted.
 
         ``GET /v1/allocation_capacity`` exists only on
-        baremetal-alloc-server (Ironic answers 404 -> NotFound).
+        baremetal-alloc-server: elsewhere (Ironic answers 404) this raises
+        ExtensionNotSupported.
         """
         params = {"resource_class": resource_class} if resource_class else {}
         if constraints:
             params["constraints"] = json.dumps(constraints.to_wire())
-        response = self._transport.request(
-            "GET", "/v1/allocation_capacity", feature=versions.ALLOCATIONS,
-            params=params,
-        )
+        try:
+            response = self._transport.request(
+                "GET", CAPACITY_PATH, feature=versions.ALLOCATIONS,
+                params=params,
+            )
+        except exceptions.NotFound:
+            raise exceptions.ExtensionNotSupported(
+                f"The server at {self._transport.root} has no allocation "
+                f"capacity ({CAPACITY_PATH} is an extension of "
+                f"baremetal-alloc-server; Ironic does not offer it)"
+            ) from None
         body = self._transport.json(response)
         rows = body.get("capacity") if isinstance(body, dict) else None
         if not isinstance(rows, list):

@@ -225,7 +225,7 @@ class Reservation:
         (WaitTimeout).  First come, first served is not guaranteed so;
         a warning says so once.
         """
-        pauses = queueing.pauses(self.client.rng)
+        pauses = queueing.pauses(self.client._rng)
         while True:
             self.create(1, hold=True)
             try:

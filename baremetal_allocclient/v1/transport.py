@@ -26,6 +26,7 @@ all its calls.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 import urllib.parse
@@ -76,6 +77,9 @@ def _reason(error: BaseException) -> str:
     return text
 
 
+_KS_SUFFIX = re.compile(r"( \(HTTP \d+\))?( \(Request-ID: [^)]*\))?$")
+
+
 def _from_keystoneauth(
     error: Exception, context: str
 ) -> exceptions.ClientError:
@@ -89,8 +93,11 @@ def _from_keystoneauth(
     if isinstance(error, ks_exc.HttpError):
         status = int(error.http_status or 0)
         cls = exceptions.error_class(status)
+        # keystoneauth's message may already end with the status and the
+        # request ID, which HttpError adds.
+        message = _KS_SUFFIX.sub("", str(error.message or error))
         return cls(
-            f"{context}: {error.message or error}",
+            f"{context}: {message}",
             status_code=status,
             request_id=error.request_id,
             method=error.method,
@@ -145,8 +152,10 @@ class Transport:
             try:
                 endpoint = self.adapter.get_endpoint()
             except ks_exc.ConnectionError as exc:
+                auth = getattr(self.adapter.session, "auth", None)
                 raise exceptions.ConnectionFailed(
-                    "the identity service", _reason(exc)
+                    str(getattr(auth, "auth_url", None) or "its URL"),
+                    _reason(exc), service="identity service",
                 ) from exc
             except ks_exc.ClientException as exc:
                 raise _from_keystoneauth(

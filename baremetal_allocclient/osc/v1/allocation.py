@@ -69,6 +69,28 @@ class _Provenance(command.Command):
         return "\n\n".join(p for p in parts if p)
 
 
+class _IronicclientColumns(command.Command):
+    """Shows python-ironicclient's columns unless ``-c`` names others.
+
+    ``take_action`` returns every column it has and sets
+    ``_default_columns``: the ones shown without ``-c`` (None: all).
+    """
+
+    _default_columns: Sequence[str] | None = None
+
+    def _generate_columns_and_selector(
+        self, parsed_args: argparse.Namespace, column_names: Sequence[str]
+    ) -> tuple[list[str], list[bool] | None]:
+        shown = self._default_columns
+        if parsed_args.columns or shown is None:
+            result: tuple[list[str], list[bool] | None] = (
+                super()._generate_columns_and_selector(  # type: ignore[misc]
+                    parsed_args, column_names))
+            return result
+        return ([c for c in column_names if c in shown],
+                [c in shown for c in column_names])
+
+
 def _columns() -> ModuleType:
     """The column registry; imported late because it imports the SDK."""
     from baremetal_allocclient.osc.v1 import columns
@@ -97,7 +119,7 @@ def _add_fields_option(parser: argparse.ArgumentParser | Any) -> None:
     )
 
 
-class CreateAllocation(show.ShowOne, _Provenance):
+class CreateAllocation(_IronicclientColumns, show.ShowOne, _Provenance):
     """Create allocation(s): reserve node(s) of a resource class."""
 
     log = logging.getLogger(__name__ + ".CreateAllocation")
@@ -182,8 +204,9 @@ class CreateAllocation(show.ShowOne, _Provenance):
             metavar="<timeout>",
             help="Wait until the allocation(s) leave the 'allocating' "
             "state; fail (exit code 1) if any ends in 'error'. Optional "
-            "time limit in seconds for the whole command, every request "
-            "included; 0 (the default) waits without a limit.",
+            "time limit for the whole command, every request included: "
+            "seconds or a duration such as 90s, 5m, 1h30m; 0 (the "
+            "default) waits without a limit.",
         )
         parser.add_argument(
             "--delete-on-failure",
@@ -336,11 +359,11 @@ class CreateAllocation(show.ShowOne, _Provenance):
     ) -> tuple[Sequence[str], Any]:
         """Records of ``made``: a list with --count, else one record."""
         columns = _columns()
-        fmt = parsed_args.formatter
+        # python-ironicclient's create prints its --long columns' order.
+        self._default_columns = columns.IRONICCLIENT_LONG
         if self._many:
-            return columns.ALL, [columns.row(a, columns.ALL, fmt)
-                                 for a in made]
-        return columns.ALL, columns.row(made[0], columns.ALL, fmt)
+            return columns.ALL, [columns.row(a, columns.ALL) for a in made]
+        return columns.ALL, columns.row(made[0], columns.ALL)
 
     def produce_output(
         self,
@@ -491,7 +514,7 @@ def _failure_report(
     return "\n".join(lines)
 
 
-class ListAllocations(lister.Lister, _Provenance):
+class ListAllocations(_IronicclientColumns, lister.Lister, _Provenance):
     """List allocations (every page unless --limit is given)."""
 
     log = logging.getLogger(__name__ + ".ListAllocations")
@@ -572,10 +595,12 @@ class ListAllocations(lister.Lister, _Provenance):
     ) -> tuple[Sequence[str], Iterable[Sequence[Any]]]:
         columns = _columns()
         fields = parsing.flatten_fields(parsed_args.fields) or None
+        names: Sequence[str] = fields or columns.DEFAULT_LIST
+        self._default_columns = (
+            None if fields else columns.IRONICCLIENT_LIST)
         if parsed_args.long:
-            names: Sequence[str] = columns.ALL
-        else:
-            names = fields or columns.DEFAULT_LIST
+            names = columns.ALL
+            self._default_columns = columns.IRONICCLIENT_LONG
         sort_keys = parsed_args.sort or [(None, None)]
         sort_key, sort_dir = sort_keys[0]
         found: Iterable[Allocation] = _client(self).list_allocations(
@@ -594,25 +619,24 @@ class ListAllocations(lister.Lister, _Provenance):
         )
         if len(sort_keys) > 1:
             found = columns.sort_allocations(found, sort_keys)
-        return names, _rows_checked_early(found, names, parsed_args.formatter)
+        return names, _rows_checked_early(found, names)
 
 
 def _rows_checked_early(
     allocations: Iterable[Allocation],
     names: Sequence[str],
-    output_format: str,
 ) -> Iterator[tuple[Any, ...]]:
     """Fetch the first page now, so errors surface before any output."""
     columns = _columns()
     iterator = iter(allocations)
     first = list(itertools.islice(iterator, 1))
     return (
-        columns.row(a, names, output_format)
+        columns.row(a, names)
         for a in itertools.chain(first, iterator)
     )
 
 
-class ShowAllocation(show.ShowOne, _Provenance):
+class ShowAllocation(_IronicclientColumns, show.ShowOne, _Provenance):
     """Show one allocation."""
 
     log = logging.getLogger(__name__ + ".ShowAllocation")
@@ -636,8 +660,10 @@ class ShowAllocation(show.ShowOne, _Provenance):
         allocation = _client(self).get_allocation(
             parsed_args.allocation, fields=columns.fetched(fields)
         )
-        names = fields or columns.ALL
-        return names, columns.row(allocation, names, parsed_args.formatter)
+        # python-ironicclient sorts the fields of a record by name.
+        names = sorted(fields) if fields else columns.RECORD
+        self._default_columns = None if fields else columns.IRONICCLIENT_RECORD
+        return names, columns.row(allocation, names)
 
 
 class DeleteAllocation(_Provenance):

@@ -57,8 +57,10 @@ def capacity_rows(
 
 
 class AllocationCapacity(lister.Lister, _Provenance):
-    """Show per resource class how many nodes are allocated, reserved
-    (unusable now, by reason) and free."""
+    """Show allocated, reserved and free nodes per resource class.
+
+    Reserved nodes are those unusable now, counted by reason.
+    """
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser: argparse.ArgumentParser = super().get_parser(prog_name)

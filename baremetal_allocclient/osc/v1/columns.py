@@ -17,8 +17,6 @@ import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from cliff import columns as cliff_columns
-
 from baremetal_allocclient import leases
 from baremetal_allocclient.v1 import Allocation
 
@@ -29,63 +27,50 @@ _ATTRIBUTES: dict[str, str] = {
 #: The derived lease column and the API field it is read from.
 LEASE_COLUMN = "lease_expires_at"
 _DERIVED: dict[str, str] = {LEASE_COLUMN: "extra"}
-#: Every displayable field, in the SDK's declaration order ("links" is
-#: navigation for machines, not data for people), then the lease's end.
-ALL: tuple[str, ...] = (
-    *(w for w in _ATTRIBUTES if w != "links"), LEASE_COLUMN,
+#: python-ironicclient's allocation columns, in its order: ``list`` shows
+#: IRONICCLIENT_LIST, ``list --long`` and ``create`` IRONICCLIENT_LONG, and
+#: ``show`` the record's fields sorted by name (IRONICCLIENT_RECORD).
+IRONICCLIENT_LIST: tuple[str, ...] = (
+    "uuid", "name", "resource_class", "state", "node_uuid",
 )
-#: What ``list`` shows without ``--long`` or ``--fields``.
-DEFAULT_LIST: tuple[str, ...] = (
-    "uuid",
-    "name",
-    "resource_class",
-    "state",
-    "node_uuid",
-    LEASE_COLUMN,
+IRONICCLIENT_LONG: tuple[str, ...] = (
+    "uuid", "name", "state", "owner", "node_uuid", "last_error",
+    "resource_class", "traits", "candidate_nodes", "extra", "created_at",
+    "updated_at",
 )
+IRONICCLIENT_RECORD: tuple[str, ...] = tuple(sorted(IRONICCLIENT_LONG))
+#: Every displayable field: python-ironicclient's, then the lease's end
+#: ("links" is navigation for machines, not data for people).
+ALL: tuple[str, ...] = (*IRONICCLIENT_LONG, LEASE_COLUMN)
+#: What ``list`` fetches without ``--long`` or ``--fields``; the columns
+#: beyond IRONICCLIENT_LIST are shown only when ``-c`` names them.
+DEFAULT_LIST: tuple[str, ...] = (*IRONICCLIENT_LIST, LEASE_COLUMN)
+#: What ``show`` fetches; the same rule for extra columns.
+RECORD: tuple[str, ...] = (*IRONICCLIENT_RECORD, LEASE_COLUMN)
 #: Fields Ironic refuses in ``sort_key`` (lists and free-form documents);
 #: the derived column is not a server field at all.
 UNSORTABLE: frozenset[str] = frozenset(
     {"traits", "candidate_nodes", "extra", LEASE_COLUMN})
 SORTABLE: tuple[str, ...] = tuple(c for c in ALL if c not in UNSORTABLE)
 
-assert set(DEFAULT_LIST) <= set(ALL), "DEFAULT_LIST names unknown fields"
+assert set(ALL) == set(_ATTRIBUTES) - {"links"} | {LEASE_COLUMN}, (
+    "ALL and the SDK's Allocation fields differ")
 
 
-class ListColumn(cliff_columns.FormattableColumn[list[Any]]):
-    """A list: comma separated in tables, a real list in json/yaml."""
+def display_value(value: Any) -> Any:
+    """One field value as python-ironicclient hands it to cliff.
 
-    def human_readable(self) -> str:
-        return ", ".join(str(item) for item in self._value)
-
-
-class DictColumn(cliff_columns.FormattableColumn[dict[str, Any]]):
-    """A mapping: ``k='v'`` pairs in tables, an object in json/yaml."""
-
-    def human_readable(self) -> str:
-        return ", ".join(
-            f"{key}={value!r}" for key, value in sorted(self._value.items())
-        )
-
-
-#: Output formats read by shell scripts, where "None" would be a value.
-TEXT_FORMATS: frozenset[str] = frozenset({"value", "shell", "csv"})
-
-
-def display_value(value: Any, *, blank_none: bool = False) -> Any:
-    """Wrap one field value for cliff's formatters.
-
-    With ``blank_none`` a missing value becomes "" rather than None, which
-    cliff's text formatters would print as the word "None".
+    The API's own JSON value: timestamps as ISO 8601 strings, lists and
+    objects as such (a table shows their Python form, json and yaml their
+    structure) and a missing value as None, which the text formats print
+    as the word "None" and json and yaml as null.
     """
-    if value is None:
-        return "" if blank_none else None
     if isinstance(value, datetime.datetime):
         return value.isoformat()
     if isinstance(value, Mapping):
-        return DictColumn(dict(value))
+        return {key: display_value(item) for key, item in value.items()}
     if isinstance(value, Sequence) and not isinstance(value, str | bytes):
-        return ListColumn(list(value))
+        return [display_value(item) for item in value]
     return value
 
 
@@ -134,14 +119,7 @@ def _sort_value(attribute: str, allocation: Allocation) -> tuple[bool, Any]:
     return (value is not None, "" if value is None else value)
 
 
-def row(
-    allocation: Allocation,
-    names: Sequence[str],
-    output_format: str | None = None,
-) -> tuple[Any, ...]:
+def row(allocation: Allocation, names: Sequence[str]) -> tuple[Any, ...]:
     """The values of ``names`` for one allocation, ready for a formatter."""
-    blank = output_format in TEXT_FORMATS
-    return tuple(
-        display_value(_value(allocation, n), blank_none=blank)
-        for n in names
-    )
+    return tuple(display_value(_value(allocation, n)) for n in names)
+

@@ -30,8 +30,10 @@ def funnel_rows(doc: Mapping[str, Any]) -> list[tuple[Any, ...]]:
 
 
 class ExplainAllocation(lister.Lister, _Provenance):
-    """Show how many nodes pass each filter of an allocation request,
-    and which filter leaves none (nothing is reserved)."""
+    """Show how many nodes pass each filter of an allocation request.
+
+    The filter that leaves none is named; nothing is reserved.
+    """
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser: argparse.ArgumentParser = super().get_parser(prog_name)

@@ -91,8 +91,7 @@ class RenewLease(show.ShowOne, _Provenance):
             return (), ()
         renewed = _client(self).renew_lease(
             parsed_args.allocation, parsed_args.lease)
-        return columns.ALL, columns.row(renewed, columns.ALL,
-                                        parsed_args.formatter)
+        return columns.RECORD, columns.row(renewed, columns.RECORD)
 
     def _renew_group(self, name: str, lease: datetime.timedelta) -> None:
         """One line per member renewed; a group with no allocations, or a
@@ -121,9 +120,11 @@ class RenewLease(show.ShowOne, _Provenance):
 
 
 class ExpireLeases(_Provenance):
-    """Release allocations whose lease ended and whose node is not
-    deployed; report those whose node is deployed (for cron: quiet when
-    there is nothing to do, exit code 1 on failure)."""
+    """Release the allocations whose lease has ended.
+
+    Allocations whose node is deployed are reported, not released. For
+    cron: quiet when there is nothing to do, exit code 1 on failure.
+    """
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser: argparse.ArgumentParser = super().get_parser(prog_name)

@@ -97,13 +97,15 @@ def non_negative_int(text: str) -> int:
 
 
 def wait_timeout(text: str) -> float:
-    """Seconds to wait; 0 means wait without a time limit."""
+    """Seconds to wait (``--lease``'s syntax: 60, 2.5, 90s, 5m, 1h30m...);
+    0 means wait without a time limit."""
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a number of seconds, got {text!r}"
-        ) from None
+        try:
+            return float(leases.duration_seconds(text, "time limit"))
+        except leases.LeaseError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
     if not math.isfinite(value) or value < 0:
         raise argparse.ArgumentTypeError(
             f"expected a non-negative number of seconds, got {text!r}"

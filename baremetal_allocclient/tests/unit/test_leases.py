@@ -27,12 +27,13 @@ class TestDurations(testtools.TestCase):
             ("1d12h", td(days=1, hours=12)),
             ("1d2h3m4s", td(days=1, hours=2, minutes=3, seconds=4)),
             (" 2H ", td(hours=2)), ("366d", td(days=366)),
-            ("0h1s", td(seconds=1)),
+            ("0h1s", td(seconds=1)), ("2", td(seconds=2)),
+            ("5400", td(hours=1, minutes=30)),
         ):
             self.assertEqual(expected, leases.parse_duration(text), text)
 
     def test_refused_durations_say_what_is_expected(self) -> None:
-        for text in ("", "2", "h", "2x", "-1h", "1.5h", "30m1h", "1h1h",
+        for text in ("", "0", "h", "2x", "-1h", "1.5h", "30m1h", "1h1h",
                      "0s", "0d0h", "367d", "1 h", "2h 30m", "1e3s",
                      "9999999d", "\uff11h", "2h\x00"):
             error = self.assertRaises(leases.LeaseError,

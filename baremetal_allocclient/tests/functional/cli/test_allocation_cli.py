@@ -8,6 +8,7 @@ nothing here depends on what else the shared target holds.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -26,22 +27,21 @@ TRAIT = "CUSTOM_CLI_TEST"
 #: scenarios that hit it against Ironic are cleaned up and tried again.
 IRONIC_LOCK = "database is locked"
 ATTEMPTS = 3
-DEFAULT_LIST = ["uuid", "name", "resource_class", "state", "node_uuid",
-                "lease_expires_at"]
+#: python-ironicclient's columns: list, and list --long or create.
+DEFAULT_LIST = ["uuid", "name", "resource_class", "state", "node_uuid"]
 ALL_FIELDS = [
     "uuid",
     "name",
     "state",
+    "owner",
+    "node_uuid",
+    "last_error",
     "resource_class",
     "traits",
     "candidate_nodes",
-    "node_uuid",
-    "owner",
-    "last_error",
     "extra",
     "created_at",
     "updated_at",
-    "lease_expires_at",
 ]
 
 
@@ -174,7 +174,7 @@ class AllocationCliTests:
         shell = self.ok("show", name, "-f", "shell").shell()
         self.assertEqual(created["uuid"], shell["uuid"])
         self.assertEqual("active", shell["state"])
-        self.assertEqual("", shell["owner"])  # not the word "None"
+        self.assertEqual("None", shell["owner"])  # as python-ironicclient
         some = self.ok("get", name, "--fields", "uuid", "state", "-f",
                        "json").json()
         self.assertEqual({"uuid": created["uuid"], "state": "active"}, some)
@@ -509,6 +509,41 @@ class OpenstackCli(AllocationCliTests):
         )
         self.assertEqual(0, nodes.returncode, nodes.stderr)
         self.assertEqual(self.rc, nodes.stdout.strip())
+
+    def test_switch_keeps_ironicclient_commands(self) -> None:
+        """BAREMETAL_ALLOC_OSC_COMMANDS=ironicclient: ironicclient's own
+        classes serve the shared verbs; ours still serve the others."""
+        switch = {"BAREMETAL_ALLOC_OSC_COMMANDS": "ironicclient"}
+        theirs = clirunner.run(self.frontend, self.target.endpoint,
+                               "list", "--help", env=switch)
+        self.assertEqual(0, theirs.returncode, repr(theirs))
+        self.assertNotIn("--expired", theirs.stdout)
+        self.assertNotIn("baremetal-allocclient", theirs.stdout)
+        ours = clirunner.run(self.frontend, self.target.endpoint,
+                             "list", "--help")
+        self.assertIn("--expired", ours.stdout)
+        capacity = clirunner.run(self.frontend, self.target.endpoint,
+                                 "capacity", "--help", env=switch)
+        self.assertIn("baremetal-allocclient", capacity.stdout)
+
+    def test_each_verb_listed_once(self) -> None:
+        """``openstack command list``: no name twice in a group, and our
+        eleven verbs once, in openstack.extension."""
+        openstack = os.path.join(os.path.dirname(sys.executable),
+                                 "openstack")
+        groups = json.loads(clirunner.subprocess.run(
+            [openstack, "command", "list", "-f", "json"],
+            capture_output=True, text=True, timeout=120, check=True,
+            env=clirunner.clean_env()).stdout)
+        for group in groups:
+            names = [n for n in group["Commands"]
+                     if n.startswith("baremetal allocation ")]
+            self.assertEqual(len(names), len(set(names)), group)
+        ours = [name for group in groups
+                if group["Command Group"] == "openstack.extension"
+                for name in group["Commands"]
+                if name.startswith("baremetal allocation ")]
+        self.assertEqual(11, len(ours), ours)
 
 
 globals().update(targets.per_target(StandaloneCli))

@@ -40,7 +40,9 @@ class LeaseCliTests:
     def create(self, rc: str, lease: str) -> dict[str, Any]:
         for _attempt in range(3):
             result = self.cli("create", "--resource-class", rc, "--lease",
-                              lease, "--wait", "60", "-f", "json")
+                              lease, "--wait", "60", "-f", "json",
+                              "-c", "uuid", "-c", "node_uuid", "-c", "extra",
+                              "-c", "lease_expires_at")
             if result.returncode == 0 or "database is locked" not in (
                     result.stderr + result.stdout):
                 break
@@ -70,7 +72,8 @@ class LeaseCliTests:
         short = self.create(rc, "1s")
         self.assertEqual(short["extra"][leases.EXPIRES_KEY],
                          short["lease_expires_at"])
-        listed = self.ok("list", "--resource-class", rc, "-f", "json").json()
+        listed = self.ok("list", "--resource-class", rc, "-f", "json",
+                         "-c", "uuid", "-c", "lease_expires_at").json()
         self.assertEqual(
             {kept["uuid"]: kept["lease_expires_at"],
              short["uuid"]: short["lease_expires_at"]},

@@ -96,13 +96,13 @@ class TestMessages(testtools.TestCase):
     def test_plugin_commands_in_command_list(self) -> None:
         proc = subprocess.run(
             [os.path.join(clirunner.BIN_DIR, "openstack"), "command",
-             "list", "--group", "baremetal", "-f", "json"],
+             "list", "--group", "openstack.extension", "-f", "json"],
             capture_output=True, text=True, env=clirunner.clean_env(),
             timeout=120, check=False)
         self.assertEqual(0, proc.returncode, proc.stderr)
         listed = {name for group in json.loads(proc.stdout)
                   for name in group["Commands"]}
         for verb in ("create", "list", "get", "show", "delete", "set",
-                     "unset", "capacity"):
+                     "unset", "capacity", "explain", "renew", "expire"):
             self.assertIn(f"baremetal allocation {verb}", listed)
         self.assertNotIn("duplicate", proc.stderr)

@@ -52,6 +52,7 @@ class PackagingTest(testtools.TestCase):
     src: ClassVar[str]
     dist: ClassVar[str]
     venv_bin: ClassVar[str]
+    plain_bin: ClassVar[str]
     env: ClassVar[dict[str, str]]
     wheel: ClassVar[str]
     sdist: ClassVar[str]
@@ -79,7 +80,14 @@ class PackagingTest(testtools.TestCase):
         cls.venv_bin = os.path.join(venv, "bin")
         _run([os.path.join(cls.venv_bin, "python"), "-m", "pip", "install",
               "--quiet", "--disable-pip-version-check",
-              f"{cls.wheel}[server]"], env=cls.env, timeout=900)
+              f"{cls.wheel}[osc,server]"], env=cls.env, timeout=900)
+        # The plain install: the SDK and baremetal-alloc, no extra.
+        plain = os.path.join(cls.tmp, "plain")
+        _run([sys.executable, "-m", "venv", plain])
+        cls.plain_bin = os.path.join(plain, "bin")
+        _run([os.path.join(cls.plain_bin, "python"), "-m", "pip", "install",
+              "--quiet", "--disable-pip-version-check", cls.wheel],
+             env=cls.env, timeout=900)
 
     def _metadata(self) -> email.message.Message:
         with zipfile.ZipFile(self.wheel) as wheel:
@@ -149,7 +157,9 @@ class PackagingTest(testtools.TestCase):
             "baremetal-alloc-server = baremetal_allocclient.server.cmd:main",
             "baremetal_allocation = baremetal_allocclient.osc.plugin",
             "baremetal_allocation_create = "
-            "baremetal_allocclient.osc.v1.allocation:CreateAllocation",
+            "baremetal_allocclient.osc.commands:CreateAllocation",
+            "baremetal_allocation_get = "
+            "baremetal_allocclient.osc.v1.allocation:ShowAllocation",
         ):
             self.assertIn(line, entries)
 
@@ -181,3 +191,23 @@ class PackagingTest(testtools.TestCase):
                     "db", "upgrade", "--db", db], env=self.env)
         self.assertIn(
             f"Database schema is at revision {head_revision()}", out)
+
+    def test_plain_install_is_light(self) -> None:
+        """Without extras: no OpenStackClient, no server dependencies; the
+        SDK imports and baremetal-alloc runs."""
+        python = os.path.join(self.plain_bin, "python")
+        listed = _run([python, "-m", "pip", "list", "--format", "freeze",
+                       "--disable-pip-version-check"])
+        names = {line.split("==")[0].lower() for line in listed.split()}
+        for heavy in ("python-openstackclient", "osc-lib",
+                      "python-manilaclient", "sqlalchemy", "cheroot"):
+            self.assertNotIn(heavy, names)
+        for needed in ("keystoneauth1", "openstacksdk", "cliff"):
+            self.assertIn(needed, names)
+        _run([python, "-c", "import baremetal_allocclient.v1 as v1; "
+              "v1.Client; v1.NotFound"])
+        out = _run([os.path.join(self.plain_bin, "baremetal-alloc"),
+                    "--help"])
+        self.assertIn("capacity", out)
+        self.assertFalse(os.path.exists(
+            os.path.join(self.plain_bin, "openstack")))

@@ -29,7 +29,7 @@ class CountingClient:
         session.session.hooks["response"].append(self._record)
         adapter = ks_adapter.Adapter(session, service_type="baremetal",
                                      endpoint_override=endpoint)
-        self.client = Client(adapter, sleep=self._sleep, **kwargs)
+        self.client = Client(adapter, _sleep=self._sleep, **kwargs)
 
     def _record(self, response: Any, *args: Any, **kwargs: Any) -> None:
         self.requests.append(response.request)

@@ -42,6 +42,19 @@ class TestArgumentTypes(testtools.TestCase):
                 argparse.ArgumentTypeError, parsing.wait_timeout, bad
             )
 
+    def test_one_duration_syntax_for_wait_and_lease(self) -> None:
+        """--wait takes --lease's durations; --lease takes bare seconds."""
+        for text, seconds in (("5s", 5), ("2m", 120), ("1h30m", 5400),
+                              ("1d", 86400), ("90", 90)):
+            self.assertEqual(seconds, parsing.wait_timeout(text), text)
+            self.assertEqual(
+                seconds, parsing.lease_duration(text).total_seconds(), text)
+        for bad in ("5x", "1h1h", "-5s"):
+            for func in (parsing.wait_timeout, parsing.lease_duration):
+                error = self.assertRaises(argparse.ArgumentTypeError,
+                                          func, bad)
+                self.assertIn("90s, 30m, 2h, 1d or 1h30m", str(error))
+
     def test_non_empty(self) -> None:
         self.assertEqual("a", parsing.non_empty("a"))
         self.assertRaises(argparse.ArgumentTypeError, parsing.non_empty, " ")

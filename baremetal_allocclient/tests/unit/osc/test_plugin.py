@@ -139,3 +139,35 @@ class TestMakeClient(testtools.TestCase):
                            "from_client_manager") as factory:
             plugin.make_client(instance)
         factory.assert_called_once_with(instance, api_version=None)
+
+
+class TestDescriptions(testtools.TestCase):
+    def test_every_command_summary_is_one_whole_sentence(self) -> None:
+        """cliff shows a docstring's first line in ``openstack --help``."""
+        from baremetal_allocclient import shell
+
+        for name in shell.COMMANDS:
+            cls = shell._LazyCommand(name, shell.COMMANDS[name]).load()
+            first = (cls.__doc__ or "").strip().splitlines()[0]
+            self.assertRegex(first, r"^[A-Z].*\.$", name)
+            self.assertEqual(1, first.count(". ") + 1, name)
+            rest = (cls.__doc__ or "").strip().splitlines()[1:2]
+            self.assertIn(rest, ([], [""]), f"{name}: {first!r} goes on")
+
+
+class TestSwitch(testtools.TestCase):
+    def test_switch_picks_the_implementation(self) -> None:
+        from baremetal_allocclient.osc import commands
+        from baremetal_allocclient.osc.v1 import allocation
+
+        for value in ("", "baremetal-allocclient", "bogus"):
+            with mock.patch.dict("os.environ",
+                                 {commands.SWITCH: value}):
+                self.assertIs(allocation.ListAllocations,
+                              commands.ListAllocations)
+        with mock.patch.dict("os.environ",
+                             {commands.SWITCH: "ironicclient"}):
+            cls = commands.ShowAllocation
+        self.assertEqual("ironicclient.osc.v1.baremetal_allocation",
+                         cls.__module__)
+        self.assertRaises(AttributeError, getattr, commands, "Nope")

@@ -49,8 +49,8 @@ class TestProgress(testtools.TestCase):
                 return super().write(text)
 
         stream = _Stream()
-        reporter = progress.TtyProgress(stream, clock=lambda: now[0],
-                                        interval=0.01)
+        reporter = progress.TtyProgress(stream, _clock=lambda: now[0],
+                                        _interval=0.01)
         reporter.start(2)
         self.assertIn("\rwaiting 0s: 2 creating", stream.getvalue())
         now[0] += 1.5  # time since the command started, not since a poll
@@ -60,7 +60,7 @@ class TestProgress(testtools.TestCase):
 
     def test_draws_then_clears(self) -> None:
         stream = _Tty()
-        reporter = progress.TtyProgress(stream, clock=lambda: 101.0)
+        reporter = progress.TtyProgress(stream, _clock=lambda: 101.0)
         reporter._start = 100.0
         allocations = (
             Allocation(uuid="a", state="allocating"),

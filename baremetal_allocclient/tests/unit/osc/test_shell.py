@@ -17,7 +17,7 @@ from baremetal_allocclient import shell
 
 def _options(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
-    shell.add_connection_options(parser)
+    shell.add_connection_options(parser, argv)
     return parser.parse_args(list(argv))
 
 
@@ -60,10 +60,10 @@ class TestConnectionDecisions(testtools.TestCase):
         self.useFixture(env("OS_ENDPOINT", "http://from-env"))
         self.useFixture(env("OS_BAREMETAL_API_VERSION", "1.58"))
         options = _options()
-        self.assertEqual("http://from-env", options.endpoint)
+        self.assertEqual("http://from-env", options.os_endpoint)
         self.assertEqual("1.58", options.os_baremetal_api_version)
         self.assertEqual("http://flag",
-                         _options("--os-endpoint", "http://flag").endpoint)
+                         _options("--os-endpoint", "http://flag").os_endpoint)
 
     def test_verify(self) -> None:
         self.assertIs(True, shell.verify_setting(_options()))
@@ -113,7 +113,10 @@ class TestCommandTable(testtools.TestCase):
         registered = {}
         for line in filter(None, (x.strip() for x in lines)):
             name, _, target = line.partition("=")
-            registered[name.strip().rsplit("_", 1)[1]] = target.strip()
+            # osc/commands.py picks our class of the same name.
+            registered[name.strip().rsplit("_", 1)[1]] = target.strip(
+                ).replace("baremetal_allocclient.osc.commands:",
+                          "baremetal_allocclient.osc.v1.allocation:")
         self.assertEqual(dict(shell.COMMANDS), registered)
 
     def test_shell_import_is_light(self) -> None:

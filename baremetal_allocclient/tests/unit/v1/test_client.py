@@ -51,7 +51,7 @@ class ClientTestCase(testtools.TestCase):
         adapter = ks_adapter.Adapter(
             ks_session.Session(), service_type="baremetal",
             endpoint_override=kwargs.pop("endpoint", E))
-        return Client(adapter, clock=self.clock, sleep=self.clock.sleep,
+        return Client(adapter, _clock=self.clock, _sleep=self.clock.sleep,
                       **kwargs)
 
     def headers(self, **extra: str) -> dict[str, str]:
@@ -765,7 +765,8 @@ class WaitTest(ClientTestCase):
             adapter = ks_adapter.Adapter(
                 ks_session.Session(timeout=timeout),
                 service_type="baremetal", endpoint_override=E)
-            client = Client(adapter, clock=self.clock, sleep=self.clock.sleep)
+            client = Client(adapter, _clock=self.clock,
+                            _sleep=self.clock.sleep)
             client.create_allocation("rc", prefer_wait=10)
             self.assertEqual(expected,
                              self.history[-1].headers.get("Prefer"), timeout)

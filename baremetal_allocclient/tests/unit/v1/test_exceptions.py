@@ -78,3 +78,50 @@ class ParseErrorBodyTest(testtools.TestCase):
         down = exceptions.ConnectionFailed("http://h:1", "Connection refused")
         self.assertIn("http://h:1", str(down))
         self.assertIsInstance(exceptions.InvalidArgument("x"), ValueError)
+
+
+class TestExportedFromV1(testtools.TestCase):
+    def test_every_exception_type_is_importable_from_v1(self) -> None:
+        """``from baremetal_allocclient.v1 import NotFound`` and the rest."""
+        import inspect
+
+        from baremetal_allocclient import exceptions as exc_module
+        from baremetal_allocclient import v1
+
+        types_ = [obj for _, obj in inspect.getmembers(exc_module,
+                                                        inspect.isclass)
+                  if issubclass(obj, BaseException)
+                  and obj.__module__ == exc_module.__name__]
+        self.assertGreater(len(types_), 15)
+        for cls in types_:
+            self.assertIs(cls, getattr(v1, cls.__name__, None),
+                          cls.__name__)
+            self.assertIn(cls.__name__, v1.__all__)
+
+
+class TestNoTestHooksInPublicSignatures(testtools.TestCase):
+    def test_public_callables_take_no_clock_sleep_or_rng(self) -> None:
+        import inspect
+
+        from baremetal_allocclient import v1
+        from baremetal_allocclient.osc import progress
+
+        hooks = {"clock", "sleep", "rng", "interval"}
+        callables = [progress.TtyProgress]
+        for name in v1.__all__:
+            obj = getattr(v1, name)
+            if inspect.isclass(obj):
+                callables.append(obj)
+                callables.extend(
+                    member for member_name, member in vars(obj).items()
+                    if not member_name.startswith("_")
+                    and callable(getattr(obj, member_name, None)))
+        for func in callables:
+            target = getattr(func, "__func__", func)
+            try:
+                params = inspect.signature(target).parameters
+            except (TypeError, ValueError):
+                continue
+            self.assertEqual(set(), hooks & set(params), func)
+        client = v1.Client.from_endpoint("http://127.0.0.1:1")
+        self.assertFalse(hasattr(client, "rng"))
