@@ -157,6 +157,7 @@ class Reservation:
         """Create ``count`` allocations; ``hold`` asks the server to
         answer a single create once it settled (``Prefer: wait``)."""
         prefer = waiting.PREFER_WAIT if hold and count == 1 else None
+        self._discover()
         for _ in range(count):
             uuid = self.request.uuid or str(uuidlib.uuid4())
             self.attempted.append(uuid)
@@ -174,6 +175,14 @@ class Reservation:
             self._latest[self.attempted[-1]] = made
         self._report()
         return self.made()
+
+    def _discover(self) -> None:
+        """Read what the server offers (``GET /v1``, once per client)
+        before any UUID is recorded, when the create needs it: an
+        interruption meanwhile then leaves nothing to report."""
+        if self.queue or self.request.constraints:
+            with budget.bounded(self.deadline):
+                self.client.supports_constraints()
 
     def _create_one(self, uuid: str, prefer: float | None) -> Allocation:
         request = self.request

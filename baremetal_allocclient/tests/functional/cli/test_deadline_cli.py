@@ -9,6 +9,7 @@ budget is promised (interpreter start-up is not part of ``--wait N``).
 from __future__ import annotations
 
 import concurrent.futures
+import signal
 import subprocess
 import time
 from collections.abc import Callable, Sequence
@@ -209,3 +210,39 @@ class TestNothingLeft(testtools.TestCase):
         self.assertNotIn(MAY_EXIST, result.stderr)
         self.assertNotIn(LEFT, result.stderr)
         self.assertNotIn("Could not delete", result.stderr)
+
+
+def _default_sigint() -> None:
+    """SIGINT's default action in the child (a background test runner
+    may have it ignored, and children inherit that)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+class TestInterruptedDiscovery(testtools.TestCase):
+    """Ctrl-C while the extension discovery has no answer yet: no create
+    was sent, so nothing is reported as possibly left."""
+
+    def test_nothing_is_left(self) -> None:
+        server = FrozenServer()
+        self.addCleanup(server.close)
+        proc = subprocess.Popen(
+            clirunner.argv_for(clirunner.STANDALONE, server.endpoint,
+                               ["create", "--resource-class", "rc",
+                                "--wait", "60", "--min-cpus", "4"]),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=clirunner.clean_env(), preexec_fn=_default_sigint)
+        self.addCleanup(proc.kill)
+        deadline = time.monotonic() + HANG
+        while server.first_request_at is None:
+            self.assertLess(time.monotonic(), deadline, "no request came")
+            self.assertIsNone(proc.poll(), "ended before any request")
+            time.sleep(0.01)
+        time.sleep(0.3)  # the discovery is waiting for its answer
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=HANG)
+        detail = f"{err!r}, {server.requests()}"
+        self.assertEqual(130, proc.returncode, detail)
+        self.assertFalse(server.requests("POST"), detail)
+        self.assertNotIn(MAY_EXIST, err, detail)
+        self.assertNotIn(LEFT, err, detail)
+        self.assertNotIn("Traceback", err, detail)
