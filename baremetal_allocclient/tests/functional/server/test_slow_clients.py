@@ -1,0 +1,106 @@
+"""Slow clients hold no request thread and are cut off at a deadline.
+
+Issue 20, item 4: 70 connections that each sent one header line every
+3 s held all 64 request threads, and every other request timed out.
+Here 200 such connections are open (three times the default threads)
+while ordinary requests are timed, then each slow connection must be
+closed once ``--request-timeout`` has passed since it was opened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import sys
+import threading
+import time
+
+import requests
+import testtools
+
+from baremetal_allocclient.tests.functional.server._server import ServerProcess
+
+SLOW = 200  # slow connections, over three times the default 64 threads
+DRIP = 2.0  # seconds between two header lines of a slow client
+REQUEST_TIMEOUT = 6.0  # serve --request-timeout
+PROMPT = 2.0  # an ordinary request is answered within this (loaded box)
+_HEADERS = {"X-OpenStack-Ironic-API-Version": "latest"}
+
+
+class _SlowClients:
+    """``SLOW`` connections that send a header line every ``DRIP`` s."""
+
+    def __init__(self, port: int) -> None:
+        self.socks = []
+        for _ in range(SLOW):
+            sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+            sock.sendall(b"GET /v1/nodes HTTP/1.1\r\nHost: x\r\n")
+            self.socks.append(sock)
+        self.opened = time.monotonic()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._drip, daemon=True)
+        self.thread.start()
+
+    def _drip(self) -> None:
+        # Bounded: at most the deadline plus a margin, whatever happens.
+        for line in range(int((REQUEST_TIMEOUT + 15) / DRIP)):
+            if self.stop.wait(DRIP):
+                return
+            for sock in self.socks:
+                # Closed by the server: expected after the deadline.
+                with contextlib.suppress(OSError):
+                    sock.sendall(b"X-Slow-%d: y\r\n" % line)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(timeout=10)
+        for sock in self.socks:
+            sock.close()
+
+
+class SlowClientTests(testtools.TestCase):
+    def setUp(self) -> None:
+        super().setUp()
+        self.server = ServerProcess()
+        self.addCleanup(self.server.cleanup)
+        self.server.upgrade()
+        self.server.start("--request-timeout", str(REQUEST_TIMEOUT))
+
+    def _timed_get(self, path: str) -> tuple[int, float]:
+        began = time.monotonic()
+        try:
+            response = requests.get(self.server.endpoint + path,
+                                    headers=_HEADERS, timeout=10)
+        except requests.RequestException:
+            return 0, time.monotonic() - began
+        return response.status_code, time.monotonic() - began
+
+    def _closed_at(self, sock: socket.socket, until: float) -> float | None:
+        """When the server closed ``sock`` (EOF or reset), or None."""
+        sock.settimeout(max(0.01, until - time.monotonic()))
+        try:
+            while sock.recv(4096):
+                pass
+        except TimeoutError:
+            return None
+        except OSError:
+            pass
+        return time.monotonic()
+
+    def test_ordinary_requests_are_served_and_slow_ones_cut_off(self) -> None:
+        slow = _SlowClients(self.server.port)
+        self.addCleanup(slow.close)
+        time.sleep(DRIP * 1.5)  # every slow client has sent a second line
+        answers = [self._timed_get("/"), self._timed_get("/v1/allocations")]
+        print(f"\nwith {SLOW} slow connections: GET / {answers[0]}, "
+              f"GET /v1/allocations {answers[1]}", file=sys.stderr)
+        for status, latency in answers:
+            self.assertEqual(200, status)
+            self.assertLess(latency, PROMPT)
+        until = slow.opened + REQUEST_TIMEOUT + 8
+        closed = [self._closed_at(sock, until) for sock in slow.socks]
+        self.assertNotIn(None, closed)
+        earliest = min(c for c in closed if c is not None)
+        # Not before the deadline (the drip kept every connection active).
+        self.assertGreaterEqual(earliest - slow.opened, REQUEST_TIMEOUT - 0.5)
+        self.assertEqual(200, self._timed_get("/")[0])
