@@ -4,11 +4,13 @@ Issue 20, item 4: 70 connections that each sent one header line every
 3 s held all 64 request threads, and every other request timed out.
 Here 200 such connections are open (three times the default threads)
 while ordinary requests are timed, then each slow connection must be
-closed once ``--request-timeout`` has passed since it was opened.
+closed once ``--request-timeout`` has passed since it was opened.  The
+same holds while ``Prefer: wait`` creates hold their cap of threads.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import socket
 import sys
@@ -30,9 +32,9 @@ _HEADERS = {"X-OpenStack-Ironic-API-Version": "latest"}
 class _SlowClients:
     """``SLOW`` connections that send a header line every ``DRIP`` s."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, count: int = SLOW) -> None:
         self.socks = []
-        for _ in range(SLOW):
+        for _ in range(count):
             sock = socket.create_connection(("127.0.0.1", port), timeout=10)
             sock.sendall(b"GET /v1/nodes HTTP/1.1\r\nHost: x\r\n")
             self.socks.append(sock)
@@ -64,7 +66,6 @@ class SlowClientTests(testtools.TestCase):
         self.server = ServerProcess()
         self.addCleanup(self.server.cleanup)
         self.server.upgrade()
-        self.server.start("--request-timeout", str(REQUEST_TIMEOUT))
 
     def _timed_get(self, path: str) -> tuple[int, float]:
         began = time.monotonic()
@@ -88,6 +89,7 @@ class SlowClientTests(testtools.TestCase):
         return time.monotonic()
 
     def test_ordinary_requests_are_served_and_slow_ones_cut_off(self) -> None:
+        self.server.start("--request-timeout", str(REQUEST_TIMEOUT))
         slow = _SlowClients(self.server.port)
         self.addCleanup(slow.close)
         time.sleep(DRIP * 1.5)  # every slow client has sent a second line
@@ -104,3 +106,33 @@ class SlowClientTests(testtools.TestCase):
         # Not before the deadline (the drip kept every connection active).
         self.assertGreaterEqual(earliest - slow.opened, REQUEST_TIMEOUT - 0.5)
         self.assertEqual(200, self._timed_get("/")[0])
+
+    def test_served_while_waiting_creates_are_at_their_cap(self) -> None:
+        threads, delay = 8, 4.0
+        self.server.start("--request-timeout", str(REQUEST_TIMEOUT),
+                          "--threads", str(threads),
+                          "--allocation-delay", str(delay))
+        self.server.make_nodes(threads, "rc-slow")
+
+        def create(_index: int) -> requests.Response:
+            return requests.post(
+                self.server.endpoint + "/v1/allocations",
+                json={"resource_class": "rc-slow"},
+                headers={**_HEADERS, "Prefer": "wait=10"}, timeout=30)
+
+        with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+            waiting = pool.map(create, range(threads))
+            slow = _SlowClients(self.server.port, count=SLOW // 2)
+            self.addCleanup(slow.close)
+            time.sleep(DRIP * 0.75)  # within the allocation delay
+            answers = [self._timed_get("/"),
+                       self._timed_get("/v1/allocations")]
+            created = list(waiting)
+        print(f"\nwith waiting creates at their cap and {SLOW // 2} slow "
+              f"connections: {answers}", file=sys.stderr)
+        for status, latency in answers:
+            self.assertEqual(200, status)
+            self.assertLess(latency, PROMPT)
+        self.assertEqual([201] * threads, [r.status_code for r in created])
+        waited = [r for r in created if "Preference-Applied" in r.headers]
+        self.assertEqual(threads // 2, len(waited))  # the cap was reached
