@@ -8,7 +8,12 @@ through :mod:`benchmarks.cheroot_serve`):
   with no other client, then with ``--slow`` slow connections open, each
   sending one header line every ``DRIP`` seconds and never finishing;
 * allocations/s (``--nodes`` allocations on as many nodes, 8 client
-  threads, ``Prefer: wait``; :mod:`benchmarks.load`) in both conditions.
+  threads, ``Prefer: wait``; :mod:`benchmarks.load`) in both conditions,
+  the median of ``--batches`` batches (one when a batch made nothing).
+
+``--rounds`` rounds alternate the order of the two front ends (the
+machine's speed drifts); the table shows medians over the rounds and the
+ratio waitress / cheroot of each figure.
 
 A request that gets no answer within ``--timeout`` counts as a failure
 and at that timeout in the percentiles.  The new front end runs with
@@ -18,7 +23,7 @@ whole measurement (with the default, 30 s, each is cut off then).
 Usage (from the repository root)::
 
     .venv/bin/pip install -r benchmarks/requirements.txt
-    .venv/bin/python -m benchmarks.frontend            # ~5 minutes
+    .venv/bin/python -m benchmarks.frontend            # ~10 minutes
 
 Results go to ``benchmarks/results/frontend.json``.
 """
@@ -33,6 +38,7 @@ import os
 import resource
 import shutil
 import socket
+import statistics
 import sys
 import tempfile
 import threading
@@ -114,14 +120,21 @@ def timed_gets(endpoint: str, count: int, timeout: float,
             "p50_ms": result["p50"], "p99_ms": result["p99"]}
 
 
-def allocations(endpoint: str, nodes: int, timeout: float) -> dict[str, Any]:
-    """``nodes`` allocations on ``nodes`` nodes, then freed again."""
+def allocations(endpoint: str, nodes: int, timeout: float,
+                batches: int) -> dict[str, Any]:
+    """Batches of ``nodes`` allocations on ``nodes`` nodes, each freed."""
     client = load.Client([endpoint], timeout=timeout, prefer_wait=10)
-    result = client.run(nodes, 8, RC, settle_timeout=60)
-    summary = result.summary()
-    client.cleanup(result)
-    return {"allocations_per_s": summary["allocations_per_s"],
-            "states": summary["states"]}
+    rates, states = [], {}
+    for _ in range(batches):
+        result = client.run(nodes, 8, RC, settle_timeout=60)
+        summary = result.summary()
+        client.cleanup(result)
+        rates.append(summary["allocations_per_s"])
+        states = summary["states"]
+        if not states.get("active"):
+            break  # every request failed: another batch says nothing new
+    return {"allocations_per_s": statistics.median(rates),
+            "batches": rates, "states": states}
 
 
 def measure(front_end: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -143,7 +156,8 @@ def measure(front_end: str, args: argparse.Namespace) -> dict[str, Any]:
                     out[state]["get"] = timed_gets(
                         target.endpoint, args.gets, args.timeout, 60)
                     out[state]["allocate"] = allocations(
-                        target.endpoint, args.nodes, args.timeout)
+                        target.endpoint, args.nodes, args.timeout,
+                        args.batches)
                 out[state]["load_average"] = os.getloadavg()[0]
             return out
         finally:
@@ -152,12 +166,31 @@ def measure(front_end: str, args: argparse.Namespace) -> dict[str, Any]:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _row(name: str, state: str, figures: dict[str, Any]) -> str:
-    get, alloc = figures["get"], figures["allocate"]
-    return (f"{name:9} {state:5} GET / p50 {get['p50_ms']:>8} ms  p99 "
-            f"{get['p99_ms']:>8} ms  failed {get['failures']:>3}/"
-            f"{get['requests']:<4} allocations/s "
-            f"{alloc['allocations_per_s']:>6}  {alloc['states']}")
+FIGURES = (("get", "p50_ms"), ("get", "p99_ms"), ("get", "failures"),
+           ("get", "requests"), ("allocate", "allocations_per_s"))
+
+
+def medians(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """The median of each figure over the rounds of one front end/state."""
+    return {f"{part}.{key}": round(
+                statistics.median(r[part][key] for r in rounds), 2)
+            for part, key in FIGURES}
+
+
+def _row(name: str, state: str, m: dict[str, Any]) -> str:
+    return (f"{name:9} {state:5} GET / p50 {m['get.p50_ms']:>8} ms  p99 "
+            f"{m['get.p99_ms']:>8} ms  failed {m['get.failures']:>5g}/"
+            f"{m['get.requests']:<5g} allocations/s "
+            f"{m['allocate.allocations_per_s']:>7}")
+
+
+def _ratios(new: dict[str, Any], old: dict[str, Any]) -> str:
+    def ratio(key: str) -> str:
+        return f"{new[key] / old[key]:.2f}" if old[key] else "-"
+
+    return (f"{'ratio':9} {'':5} GET / p50 {ratio('get.p50_ms'):>8}     p99 "
+            f"{ratio('get.p99_ms'):>8}    {'':13} allocations/s "
+            f"{ratio('allocate.allocations_per_s'):>7}  (waitress/cheroot)")
 
 
 def main() -> int:
@@ -166,19 +199,28 @@ def main() -> int:
     parser.add_argument("--gets", type=int, default=300)
     parser.add_argument("--nodes", type=int, default=100)
     parser.add_argument("--timeout", type=float, default=5.0)
+    parser.add_argument("--batches", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     started = datetime.datetime.now(datetime.timezone.utc)
-    results = {name: measure(name, args) for name in ("cheroot", "waitress")}
-    for name, figures in results.items():
-        for state in ("idle", "slow"):
-            print(_row(name, state, figures[state]))
+    names = ["cheroot", "waitress"]
+    rounds: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+    for index in range(args.rounds):
+        for name in (names if index % 2 == 0 else names[::-1]):
+            rounds[name].append(measure(name, args))
+    summary = {name: {state: medians([r[state] for r in rounds[name]])
+                      for state in ("idle", "slow")} for name in names}
+    for state in ("idle", "slow"):
+        for name in names:
+            print(_row(name, state, summary[name][state]))
+        print(_ratios(summary["waitress"][state], summary["cheroot"][state]))
     os.makedirs(RESULTS, exist_ok=True)
     with open(os.path.join(RESULTS, "frontend.json"), "w") as stream:
         json.dump({"started": started.isoformat(timespec="seconds"),
-                   "arguments": vars(args), "results": results},
-                  stream, indent=2)
+                   "arguments": vars(args), "medians": summary,
+                   "rounds": rounds}, stream, indent=2)
     return 0
 
 

@@ -73,6 +73,11 @@ class FrontEnd:
             cleanup_interval=CHECK_INTERVAL,
             asyncore_use_poll=True,  # select() stops at 1024 descriptors
             backlog=backlog, ident=IDENT,
+            # The request thread sends what it can of the response at
+            # once instead of leaving it all to the I/O thread (waitress
+            # waits for 18,000 bytes); ~15 % more allocations/s measured
+            # by benchmarks/frontend.py.
+            send_bytes=1,
             max_request_header_size=max_header,
             max_request_body_size=max_body,
             url_scheme="https" if tls_context else "http",
