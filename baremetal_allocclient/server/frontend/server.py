@@ -75,8 +75,7 @@ class FrontEnd:
             backlog=backlog, ident=IDENT,
             # The request thread sends what it can of the response at
             # once instead of leaving it all to the I/O thread (waitress
-            # waits for 18,000 bytes); ~15 % more allocations/s measured
-            # by benchmarks/frontend.py.
+            # waits for 18,000 bytes); see doc/source/benchmarks.rst.
             send_bytes=1,
             max_request_header_size=max_header,
             max_request_body_size=max_body,
