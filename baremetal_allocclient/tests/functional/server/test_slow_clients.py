@@ -88,8 +88,25 @@ class SlowClientTests(testtools.TestCase):
             pass
         return time.monotonic()
 
+    def _get_on(self, sock: socket.socket) -> bytes:
+        """One whole ``GET /`` on a kept-alive connection; the answer."""
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            answer += sock.recv(65536)
+        head, _, body = answer.partition(b"\r\n\r\n")
+        length = int(head.lower().split(b"content-length:")[1]
+                     .split(b"\r\n")[0])
+        while len(body) < length:
+            body += sock.recv(65536)
+        return head
+
     def test_ordinary_requests_are_served_and_slow_ones_cut_off(self) -> None:
         self.server.start("--request-timeout", str(REQUEST_TIMEOUT))
+        kept = socket.create_connection(("127.0.0.1", self.server.port),
+                                        timeout=10)
+        self.addCleanup(kept.close)
+        self.assertIn(b" 200 ", self._get_on(kept))
         slow = _SlowClients(self.server.port)
         self.addCleanup(slow.close)
         time.sleep(DRIP * 1.5)  # every slow client has sent a second line
@@ -106,6 +123,8 @@ class SlowClientTests(testtools.TestCase):
         # Not before the deadline (the drip kept every connection active).
         self.assertGreaterEqual(earliest - slow.opened, REQUEST_TIMEOUT - 0.5)
         self.assertEqual(200, self._timed_get("/")[0])
+        # Idle longer than the deadline between two requests: not counted.
+        self.assertIn(b" 200 ", self._get_on(kept))
 
     def test_served_while_waiting_creates_are_at_their_cap(self) -> None:
         threads, delay = 8, 4.0
