@@ -8,6 +8,7 @@ chunked bodies work over TLS.
 
 from __future__ import annotations
 
+import json
 import socket
 import ssl
 import sys
@@ -120,3 +121,22 @@ class TlsFrontEndTests(testtools.TestCase):
             headers={"Content-Type": "application/json"})
         self.assertEqual(201, response.status_code, response.text)
         self.assertEqual(300000, len(response.json()["extra"]["k"]))
+
+    def test_a_record_larger_than_one_read_is_drained(self) -> None:
+        # One TLS record (up to 16 KiB) that one read (8 KiB) does not
+        # empty: the rest is inside OpenSSL, and the socket does not
+        # become readable again for it.
+        body = json.dumps({"resource_class": "rc-tls",
+                           "extra": {"k": "z" * 11000}}).encode()
+        request = (b"POST /v1/allocations HTTP/1.1\r\nHost: x\r\n"
+                   b"Content-Type: application/json\r\n"
+                   b"X-OpenStack-Ironic-API-Version: 1.52\r\n"
+                   b"Connection: close\r\n"
+                   b"Content-Length: %d\r\n\r\n" % len(body)) + body
+        self.assertLess(len(request), 16384)
+        with self._tls_socket() as sock:
+            began = time.monotonic()
+            sock.sendall(request)
+            answer = self._read_until_closed(
+                sock, began + REQUEST_TIMEOUT / 2)
+        self.assertIn(b" 201 ", answer.split(b"\r\n")[0])

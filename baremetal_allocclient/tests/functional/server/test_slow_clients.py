@@ -155,3 +155,16 @@ class SlowClientTests(testtools.TestCase):
         self.assertEqual([201] * threads, [r.status_code for r in created])
         waited = [r for r in created if "Preference-Applied" in r.headers]
         self.assertEqual(threads // 2, len(waited))  # the cap was reached
+
+    def test_idle_kept_alive_connection_is_closed(self) -> None:
+        idle = 2.0
+        self.server.start("--idle-timeout", str(idle))
+        kept = socket.create_connection(("127.0.0.1", self.server.port),
+                                        timeout=10)
+        self.addCleanup(kept.close)
+        self.assertIn(b" 200 ", self._get_on(kept))
+        answered = time.monotonic()
+        closed = self._closed_at(kept, answered + idle + 6)
+        self.assertIsNotNone(closed)
+        assert closed is not None
+        self.assertGreaterEqual(closed - answered, idle - 0.5)
