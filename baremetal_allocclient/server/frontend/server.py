@@ -21,6 +21,7 @@ from waitress.task import ThreadedTaskDispatcher
 
 from baremetal_allocclient.server.frontend.deadline import DeadlineServer
 from baremetal_allocclient.server.frontend.options import FrontEndOptions
+from baremetal_allocclient.server.frontend.paths import keep_encoded_slashes
 from baremetal_allocclient.server.frontend.tls import TLSChannel
 
 LOG = logging.getLogger(__name__)
@@ -62,7 +63,7 @@ class FrontEnd:
                  options: FrontEndOptions, *, backlog: int,
                  max_header: int, max_body: int,
                  tls_context: ssl.SSLContext | None = None) -> None:
-        self.app = app
+        self.app = keep_encoded_slashes(app)
         self.tls_context = tls_context
         self.request_timeout = options.request_timeout
         self.adj = Adjustments(

@@ -6,11 +6,12 @@ import contextlib
 import io
 import resource
 import socket
+from typing import Any
 
 import testtools
 
 from baremetal_allocclient.server import cmd
-from baremetal_allocclient.server.frontend import options
+from baremetal_allocclient.server.frontend import options, paths
 from baremetal_allocclient.server.frontend import server as frontend
 
 
@@ -69,3 +70,26 @@ class DescriptorBudgetTests(testtools.TestCase):
                 max_header=1024, max_body=1024)
             self.assertRaises(OSError, front.prepare)
         self.assertEqual({}, front.map)  # nothing left open
+
+
+class EncodedSlashTests(testtools.TestCase):
+    def test_an_encoded_slash_stays_encoded(self) -> None:
+        self.assertEqual("/v1/nodes/%2F", paths.path_info("/v1/nodes/%2F"))
+        self.assertEqual("/v1/nodes/a%2Fb c%2F",
+                         paths.path_info("/v1/nodes/a%2fb%20c%2F?x=%2F"))
+        self.assertEqual("/v1/nodes/\xe9%2F",
+                         paths.path_info("http://h:1/v1/nodes/%C3%A9%2F"
+                                         .replace("%C3%A9", "%E9")))
+
+    def test_without_one_waitress_path_is_kept(self) -> None:
+        self.assertIsNone(paths.path_info("/v1/nodes/a%20b?q=%2F"))
+        seen: list[str] = []
+
+        def inner(environ: dict[str, Any], _start: Any) -> list[bytes]:
+            seen.append(environ["PATH_INFO"])
+            return []
+
+        app = paths.keep_encoded_slashes(inner)
+        app({"REQUEST_URI": "/v1/a%20b", "PATH_INFO": "/v1/a b"}, None)
+        app({"REQUEST_URI": "/v1/a%2Fb", "PATH_INFO": "/v1/a/b"}, None)
+        self.assertEqual(["/v1/a b", "/v1/a%2Fb"], seen)
