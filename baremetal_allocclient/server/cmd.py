@@ -13,6 +13,7 @@ from types import FrameType
 
 from baremetal_allocclient.server import config, options, security
 from baremetal_allocclient.server.backends import options as backend_options
+from baremetal_allocclient.server.frontend import options as frontend_options
 
 LOG = logging.getLogger("baremetal_allocclient.server")
 LISTEN_BACKLOG = 1024
@@ -171,7 +172,6 @@ def _enroll_notes(parsed: object) -> list[str]:
 
 
 def _serve(db: object, args: argparse.Namespace) -> int:
-    from cheroot import wsgi
     from sqlalchemy.exc import DBAPIError
 
     from baremetal_allocclient.server.api.context import Services
@@ -179,7 +179,7 @@ def _serve(db: object, args: argparse.Namespace) -> int:
         WaitPermits,
         waiting_capacity,
     )
-    from baremetal_allocclient.server.app import Application
+    from baremetal_allocclient.server.app import MAX_BODY, Application
     from baremetal_allocclient.server.conductor.fake_hardware import (
         FakeHardware,
     )
@@ -200,6 +200,7 @@ def _serve(db: object, args: argparse.Namespace) -> int:
         SchemaOutOfDate,
     )
     from baremetal_allocclient.server.db.models import utcnow
+    from baremetal_allocclient.server.frontend.server import FrontEnd
 
     assert isinstance(db, Database)
     try:
@@ -256,15 +257,16 @@ def _serve(db: object, args: argparse.Namespace) -> int:
                      queue=rounds)
         )
     )
-    server = wsgi.Server(
-        (args.host, args.port), app, numthreads=args.threads,
-        server_name="baremetal-alloc-server",
+    server = FrontEnd(
+        app, args.host, args.port, frontend_options.from_args(args),
         # A burst of clients connecting at once must queue, not be reset.
-        request_queue_size=LISTEN_BACKLOG,
+        backlog=LISTEN_BACKLOG,
+        max_header=security.MAX_HEADER_BYTES,
+        # The application answers a body over MAX_BODY with its own 413;
+        # the front end refuses (413) to buffer one over twice that.
+        max_body=2 * MAX_BODY,
+        tls_context=setup.tls_context,
     )
-    server.ssl_adapter = setup.ssl_adapter
-    # Bounded request lines and headers (cheroot's default is unlimited).
-    server.max_request_header_size = security.MAX_HEADER_BYTES
     stop = threading.Event()
 
     def _on_signal(signum: int, _frame: FrameType | None) -> None:
@@ -305,6 +307,7 @@ def _serve(db: object, args: argparse.Namespace) -> int:
     # allocations finish, queued ones stay ``allocating`` under this name
     # and marking the conductor offline lets others take them over now.
     server.stop()
+    thread.join()  # bounded: the front end drains for SHUTDOWN_GRACE at most
     takeover.stop()
     expiry.stop()
     if rounds is not None:

@@ -114,9 +114,27 @@ def _api_group() -> list[Option]:
             dest="port"),
         _option("api", cfg.Opt(
             "threads", type=Count(1), default=64,
-            help="HTTP request threads; at most half of them wait for "
-                 "allocations to settle ('Prefer: wait')."),
+            help="HTTP request threads; they see only requests received in "
+                 "full; at most half of them wait for allocations to settle "
+                 "('Prefer: wait')."),
             dest="threads"),
+        _option("api", cfg.Opt(
+            "request_timeout", type=Seconds(), default=30.0,
+            help="A request's line, headers and body must have arrived "
+                 "within this many seconds of the connection's opening (of "
+                 "its first byte on a kept-alive connection), or the server "
+                 "answers 408 and closes it; slow clients hold no request "
+                 "thread meanwhile."),
+            dest="request_timeout", metavar="SECONDS"),
+        _option("api", cfg.Opt(
+            "idle_timeout", type=Seconds(), default=60.0,
+            help="Close a kept-alive connection that sent nothing for this "
+                 "long."), dest="idle_timeout", metavar="SECONDS"),
+        _option("api", cfg.Opt(
+            "connection_limit", type=Count(1), default=4096,
+            help="Open connections at most; beyond that new ones wait in "
+                 "the listen backlog; lowered to what the open-file limit "
+                 "allows."), dest="connection_limit", metavar="N"),
         _option("api", cfg.Opt(
             "max_prefer_wait", type=Seconds(zero_ok=True), default=10.0,
             help="Longest a POST /v1/allocations sent with 'Prefer: "

@@ -23,7 +23,8 @@ HTTP_BASIC = "http_basic"
 KEYSTONE = "keystone"
 STRATEGIES = (NOAUTH, HTTP_BASIC, KEYSTONE)
 RISK_FLAG = "--allow-unauthenticated-remote-access"
-#: Request line plus headers; bigger requests are refused by cheroot.
+#: Request line plus headers; bigger requests are refused with 431 by the
+#: HTTP front end (server/frontend), before the application sees them.
 MAX_HEADER_BYTES = 64 * 1024
 
 Resolver = Callable[[str], Sequence[str]]
@@ -70,10 +71,10 @@ def loopback_only_error(
 
 @dataclass(frozen=True)
 class SecuritySetup:
-    """What ``serve`` applies: a WSGI wrapper and an optional TLS adapter."""
+    """What ``serve`` applies: a WSGI wrapper and an optional TLS context."""
 
     wrap: Callable[[Any], Any]
-    ssl_adapter: Any
+    tls_context: ssl.SSLContext | None
     scheme: str
 
 
@@ -86,14 +87,14 @@ def configure(args: argparse.Namespace) -> SecuritySetup:
     if error:
         raise SecurityConfigError(error)
     wrap = _auth_wrapper(args)
-    adapter = _tls_adapter(args.tls_cert, args.tls_key)
-    if args.auth_strategy != NOAUTH and adapter is None and (
+    context = _tls_context(args.tls_cert, args.tls_key)
+    if args.auth_strategy != NOAUTH and context is None and (
         not is_loopback(args.host)
     ):
         LOG.warning("%s without TLS on %s: credentials cross the "
                     "network in clear text; use --tls-cert/--tls-key",
                     args.auth_strategy, args.host)
-    return SecuritySetup(wrap, adapter, "https" if adapter else "http")
+    return SecuritySetup(wrap, context, "https" if context else "http")
 
 
 def _auth_wrapper(args: argparse.Namespace) -> Callable[[Any], Any]:
@@ -152,15 +153,16 @@ def _keystone_wrapper(args: argparse.Namespace) -> Callable[[Any], Any]:
     return wrap
 
 
-def _tls_adapter(cert: str | None, key: str | None) -> Any:
+def _tls_context(cert: str | None, key: str | None) -> ssl.SSLContext | None:
+    """A server-side context with Python's defaults (TLS 1.2 or later)."""
     if not cert and not key:
         return None
     if not (cert and key):
         raise SecurityConfigError("--tls-cert and --tls-key go together")
-    from cheroot.ssl.builtin import BuiltinSSLAdapter
-
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     try:
-        return BuiltinSSLAdapter(cert, key)
+        context.load_cert_chain(cert, key)
+        return context
     except (OSError, ssl.SSLError, ValueError) as exc:
         raise SecurityConfigError(
             f"cannot load TLS certificate {cert} / key {key}: {exc}"

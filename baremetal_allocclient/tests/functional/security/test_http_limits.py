@@ -72,7 +72,7 @@ class HttpLimitTests(testtools.TestCase):
                                       timeout=10) as sock:
             sock.sendall(b"GET /v1/nodes HTTP/1.1\r\nHost: x\r\nX-Big: "
                          + b"a" * (100 * 1024) + b"\r\n\r\n")
-            self.assertIn(b" 413 ", sock.recv(200))
+            self.assertIn(b" 431 ", sock.recv(200))
         self.assertEqual(200, self.server.request(
             "GET", "/v1/nodes", headers={"X-Big": "a" * 30000}).status_code)
 

@@ -9,7 +9,7 @@ and on PostgreSQL.
 
 Every answer must be below 500; every 4xx the application answers must
 carry Ironic's error body (``error_message``, a JSON string) and no
-exception text (cheroot's own 414 for an oversized request line is plain
+exception text (the front end's own 431 for an oversized request line is plain
 text); afterwards the database invariants must hold: no node reserved
 twice, a reserved node's ``instance_uuid`` is its allocation's UUID,
 nothing is left ``allocating``.
@@ -54,7 +54,7 @@ NODE_COUNT = 8
 _LEAKS = ("Traceback", "sqlalchemy", "psycopg", "[SQL", 'File "/',
           "Internal error:")
 _HEADERS = {"X-OpenStack-Ironic-API-Version": "latest"}
-#: Answered by the HTTP server (cheroot) before the application sees the
+#: Answered by the HTTP front end before the application sees the
 #: request, in plain text: a request line or headers above
 #: security.MAX_HEADER_BYTES.
 _HTTP_LAYER = frozenset({414, 431})

@@ -61,7 +61,7 @@ class LoopbackTests(testtools.TestCase):
         setup = security.configure(_args(
             host="0.0.0.0", allow_unauthenticated_remote_access=True))
         self.assertEqual("http", setup.scheme)
-        self.assertIsNone(setup.ssl_adapter)
+        self.assertIsNone(setup.tls_context)
         for bad in ({"auth_strategy": "http_basic"},
                     {"htpasswd": "/x"},
                     {"tls_cert": "/x"},
