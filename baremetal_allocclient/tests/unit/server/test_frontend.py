@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import resource
 import socket
 from typing import Any
@@ -17,7 +18,8 @@ from baremetal_allocclient.server.frontend import server as frontend
 
 class FrontEndOptionTests(testtools.TestCase):
     def _parse(self, *argv: str) -> options.FrontEndOptions:
-        return options.from_args(cmd._parser().parse_args(["serve", *argv]))
+        return options.from_args(
+            cmd.parse(["serve", "--config-file", os.devnull, *argv]))
 
     def test_defaults(self) -> None:
         self.assertEqual(options.FrontEndOptions(64, 30.0, 60.0, 4096),
