@@ -182,14 +182,16 @@ def _clean_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
 
 
-def _run(argv: Sequence[str], timeout: float, what: str) -> None:
-    """Run a set-up command; a failure carries its output."""
+def run_setup(argv: Sequence[str], timeout: float, what: str,
+              env: dict[str, str] | None = None) -> None:
+    """Run a set-up command (in a clean environment unless ``env`` is
+    given); a failure carries its output."""
     proc = subprocess.run(
         list(argv),
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=_clean_env(),
+        env=_clean_env() if env is None else env,
         check=False,
     )
     if proc.returncode != 0:
@@ -489,11 +491,11 @@ def ensure_venv(venv: str, requirements: Sequence[str], what: str) -> str:
         python = os.path.join(bin_dir, "python")
         if not os.path.exists(python):
             shutil.rmtree(venv, ignore_errors=True)
-            _run([sys.executable, "-m", "venv", venv], 300,
+            run_setup([sys.executable, "-m", "venv", venv], 300,
                  f"creating the {what} virtualenv")
-        _run([python, "-m", "pip", "install", "-q", "--upgrade", "pip"],
+        run_setup([python, "-m", "pip", "install", "-q", "--upgrade", "pip"],
              _INSTALL_TIMEOUT, f"upgrading pip in the {what} virtualenv")
-        _run([python, "-m", "pip", "install", "-q", *requirements],
+        run_setup([python, "-m", "pip", "install", "-q", *requirements],
              _INSTALL_TIMEOUT, f"installing {what} into its virtualenv")
         with open(os.path.join(venv, _MARKER), "w") as marker:
             marker.write("\n".join(requirements) + "\n")
@@ -582,8 +584,8 @@ def start_ironic() -> Target:
         for sub in ("state", "locks"):
             os.makedirs(os.path.join(workdir, sub))
         command(0)
-        _run([os.path.join(bin_dir, "ironic-dbsync"), "--config-file", conf,
-              "create_schema"], 300, "creating the Ironic schema")
+        run_setup([os.path.join(bin_dir, "ironic-dbsync"), "--config-file",
+                   conf, "create_schema"], 300, "creating the Ironic schema")
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
         raise
@@ -597,7 +599,7 @@ def _start_reference() -> Target:
     workdir = tempfile.mkdtemp(prefix="baremetal-alloc-reference-")
     db = f"sqlite:///{workdir}/reference.sqlite"
     try:
-        _run([server, "db", "upgrade", "--db", db], 120,
+        run_setup([server, "db", "upgrade", "--db", db], 120,
              "upgrading the reference database")
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)

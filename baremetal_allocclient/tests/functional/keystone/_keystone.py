@@ -18,7 +18,6 @@ from collections.abc import Sequence
 
 from baremetal_allocclient.tests.functional import targets
 from baremetal_allocclient.tests.functional.targets import (
-    TargetError,
     _die_with_parent,
     _Process,
     free_port,
@@ -60,19 +59,6 @@ def venv_path() -> str:
         VENV_ENV, os.path.join(_REPO_ROOT, ".venv-keystone")))
 
 
-def _run(argv: Sequence[str], timeout: float, what: str,
-         env: dict[str, str] | None = None) -> None:
-    result = subprocess.run(
-        list(argv), capture_output=True, text=True, timeout=timeout,
-        env=env, check=False,
-    )
-    if result.returncode != 0:
-        raise TargetError(
-            f"{what} failed ({result.returncode}):\n"
-            f"{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
-        )
-
-
 def ensure_venv() -> str:
     """Install Keystone once (file-locked); return the venv's bin dir."""
     return targets.ensure_venv(venv_path(), REQUIREMENTS, "Keystone")
@@ -112,8 +98,9 @@ class Keystone:
             raise
 
     def _manage(self, *args: str, what: str) -> None:
-        _run([os.path.join(self.bin_dir, "keystone-manage"),
-              "--config-file", self.conf, *args], 600, what, self._env)
+        targets.run_setup(
+            [os.path.join(self.bin_dir, "keystone-manage"),
+             "--config-file", self.conf, *args], 600, what, self._env)
 
     def _bootstrap(self, admin_password: str) -> None:
         owner = ["--keystone-user", str(os.getuid()),

@@ -15,7 +15,6 @@ and can be stopped and started again on the same port and database.
 from __future__ import annotations
 
 import atexit
-import fcntl
 import json
 import os
 import shutil
@@ -30,6 +29,7 @@ from typing import Any
 
 import requests
 
+from baremetal_allocclient.tests.functional import targets
 from baremetal_allocclient.tests.functional.targets import (
     Target,
     TargetError,
@@ -74,40 +74,9 @@ def venv_path() -> str:
         VENV_ENV, os.path.join(_REPO_ROOT, ".venv-placement")))
 
 
-def _run(argv: Sequence[str], timeout: float, what: str,
-         env: dict[str, str] | None = None) -> None:
-    result = subprocess.run(
-        list(argv), capture_output=True, text=True, timeout=timeout,
-        env=env, check=False,
-    )
-    if result.returncode != 0:
-        raise TargetError(
-            f"{what} failed ({result.returncode}):\n"
-            f"{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
-        )
-
-
 def ensure_venv() -> str:
     """Install Placement once (file-locked); return the venv's bin dir."""
-    venv = venv_path()
-    bin_dir = os.path.join(venv, "bin")
-    marker = os.path.join(venv, _MARKER)
-    if os.path.exists(marker):
-        return bin_dir
-    with open(venv + ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if os.path.exists(marker):
-            return bin_dir
-        python = os.path.join(bin_dir, "python")
-        if not os.path.exists(python):
-            shutil.rmtree(venv, ignore_errors=True)
-            _run([sys.executable, "-m", "venv", venv], 300,
-                 "creating the Placement virtualenv")
-        _run([python, "-m", "pip", "install", "-q", *REQUIREMENTS],
-             _INSTALL_TIMEOUT, "installing openstack-placement")
-        with open(marker, "w") as handle:
-            handle.write("\n".join(REQUIREMENTS) + "\n")
-    return bin_dir
+    return targets.ensure_venv(venv_path(), REQUIREMENTS, "Placement")
 
 
 class _EnvProcess(_Process):
@@ -148,9 +117,10 @@ class Placement:
         self.endpoint = ""
         try:
             conf = os.path.join(self.workdir, "placement.conf")
-            _run([os.path.join(self.bin_dir, "placement-manage"),
-                  "--config-file", conf, "db", "sync"], 300,
-                 "creating the Placement schema", self._env)
+            targets.run_setup(
+                [os.path.join(self.bin_dir, "placement-manage"),
+                 "--config-file", conf, "db", "sync"], 300,
+                "creating the Placement schema", self._env)
             self.start()
         except BaseException:
             self.stop()
@@ -303,8 +273,8 @@ def upgrade_db(db: str) -> None:
     """Create the reference schema."""
     server = os.path.join(os.path.dirname(sys.executable),
                           "baremetal-alloc-server")
-    _run([server, "db", "upgrade", "--db", db], 120,
-         "upgrading the reference database")
+    targets.run_setup([server, "db", "upgrade", "--db", db], 120,
+                      "upgrading the reference database")
 
 
 def run_cli(argv: Sequence[str]) -> Any:
