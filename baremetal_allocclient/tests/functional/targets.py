@@ -227,6 +227,17 @@ class Target:
             raise TargetError(f"{self.name} has no process of its own")
         return self._process.workdir
 
+    def log_mentions(self, text: str) -> int:
+        """How often the started process's whole log contains ``text``
+        (0 for a target without a process of its own)."""
+        if self._process is None:
+            return 0
+        try:
+            with open(self._process.log_path, "rb") as log:
+                return log.read().decode("utf-8", "replace").count(text)
+        except OSError:
+            return 0
+
     def __repr__(self) -> str:
         return f"<Target {self.name} {self.endpoint}>"
 
