@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from baremetal_allocclient import exceptions
 from baremetal_allocclient.v1 import allocations, listing, nodes, waiting
-from baremetal_allocclient.v1.allocations import UNSET, _Unset
+from baremetal_allocclient.v1.allocations import _Unset
 from baremetal_allocclient.v1.capacity import CAPACITY_PATH
 from baremetal_allocclient.v1.resources import Allocation, Node
 from baremetal_allocclient.v1.session import ApiSession, VersionArg
@@ -41,6 +41,9 @@ if TYPE_CHECKING:
 
 __all__ = ["CAPACITY_PATH", "CLIENT_NAME", "SERVICE_TYPE", "UNSET", "Client",
            "VersionArg"]
+
+#: Default of ``update_allocation(name=...)``: leave the name unchanged.
+UNSET: Final = allocations.UNSET
 
 SERVICE_TYPE: Final = "baremetal"
 CLIENT_NAME: Final = "baremetal-allocclient"
