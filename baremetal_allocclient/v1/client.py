@@ -14,7 +14,6 @@ See :mod:`baremetal_allocclient.v1.transport` for how API versions are
 negotiated (one HTTP request per call when the server is recent enough).
 """
 
-
 from __future__ import annotations
 
 import datetime
