@@ -27,15 +27,17 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from baremetal_allocclient import extension_names
+
 #: Bounds on what one request may carry (server schema and SDK checks).
 MAX_PROPERTY_CONSTRAINTS = 20
 MAX_FORBIDDEN_TRAITS = 50
 MAX_KEY = 255
 
 #: The extension's name, as advertised in ``GET /v1`` ("extensions").
-EXTENSION = "constraints"
+EXTENSION = extension_names.CONSTRAINTS
 #: Header naming the extensions a request opts into (comma separated).
-EXTENSION_HEADER = "X-Baremetal-Alloc-Extensions"
+EXTENSION_HEADER = extension_names.EXTENSION_HEADER
 #: The reference server's explain endpoint (part of the extension).
 EXPLAIN_PATH = "/v1/allocation_explain"
 

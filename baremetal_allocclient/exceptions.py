@@ -14,7 +14,13 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # pragma: no cover - import cycle only for type hints
+from baremetal_allocclient.base_errors import (
+    ClientError,
+    InvalidArgument,
+    InvalidResponse,
+)
+
+if TYPE_CHECKING:  # pragma: no cover - only for type hints
     from baremetal_allocclient.v1.resources import Allocation
 
 __all__ = [
@@ -42,23 +48,6 @@ __all__ = [
     "from_response",
     "parse_error_body",
 ]
-
-
-class ClientError(Exception):
-    """Base class of every error raised on purpose by this package.
-
-    ``outcome_unknown`` is True when the request that failed may still
-    have been applied by the server: an attempt was sent and got no
-    answer (a timeout, a connection lost after sending) or a 5xx.  It is
-    False when the server clearly refused every attempt (a 4xx) or none
-    reached it (connection refused, nothing sent before the deadline).
-    """
-
-    outcome_unknown: bool = False
-
-
-class InvalidArgument(ClientError, ValueError):
-    """A caller passed a value the SDK can reject without asking a server."""
 
 
 class ConfigurationError(ClientError):
@@ -116,16 +105,6 @@ class Terminated(BaseException):
     def __init__(self, signum: int) -> None:
         self.signum = signum
         super().__init__(f"terminated by signal {signum}")
-
-
-class InvalidResponse(ClientError):
-    """The server answered, but not with what the Ironic API promises."""
-
-    def __init__(
-        self, message: str, *, status_code: int | None = None
-    ) -> None:
-        self.status_code = status_code
-        super().__init__(message)
 
 
 class HttpError(ClientError):

@@ -18,9 +18,11 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from baremetal_allocclient import extension_names
+
 #: Name of the reference server's extension (``GET /v1`` advertises it;
 #: a request opts in with ``X-Baremetal-Alloc-Extensions: groups``).
-EXTENSION = "groups"
+EXTENSION = extension_names.GROUPS
 #: Version of the extension's wire format.
 VERSION = 1
 #: ``POST`` here reserves a whole group in one transaction.

@@ -17,133 +17,45 @@ negotiated (one HTTP request per call when the server is recent enough).
 from __future__ import annotations
 
 import datetime
-import itertools
-import json
-import logging
-import random
 import time
 import types
-import uuid as uuidlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from keystoneauth1 import adapter as ks_adapter
-from keystoneauth1 import session as ks_session
-
-from baremetal_allocclient import exceptions, groups, leases
-from baremetal_allocclient.constraints import (
-    EXPLAIN_PATH,
-    EXTENSION,
-    EXTENSION_HEADER,
-    Constraints,
-    Selection,
-)
-from baremetal_allocclient.constraints import funnel as funnel_of
-from baremetal_allocclient.v1 import (
-    budget,
-    grouping,
-    interrupts,
-    leasing,
-    pagination,
-    queueing,
-    reservation,
-    resources,
-    retries,
-    selecting,
-    transport,
-    versions,
-    waiting,
-)
+from baremetal_allocclient import exceptions
+from baremetal_allocclient.v1 import allocations, listing, nodes, waiting
+from baremetal_allocclient.v1.allocations import _Unset
+from baremetal_allocclient.v1.capacity import CAPACITY_PATH
 from baremetal_allocclient.v1.resources import Allocation, Node
+from baremetal_allocclient.v1.session import ApiSession, VersionArg
 
-LOG = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    import random
+
+    from keystoneauth1 import adapter as ks_adapter
+    from keystoneauth1 import session as ks_session
+
+    from baremetal_allocclient.constraints import Constraints
+    from baremetal_allocclient.v1 import budget, leasing, retries
+
+__all__ = ["CAPACITY_PATH", "CLIENT_NAME", "SERVICE_TYPE", "UNSET", "Client",
+           "VersionArg"]
+
+#: Default of ``update_allocation(name=...)``: leave the name unchanged.
+UNSET: Final = allocations.UNSET
 
 SERVICE_TYPE: Final = "baremetal"
 CLIENT_NAME: Final = "baremetal-allocclient"
-#: The reference server's capacity extension (Ironic answers 404).
-CAPACITY_PATH: Final = "/v1/allocation_capacity"
 
 
-class _Unset:
-    """Marker type for "argument not given" where ``None`` means remove."""
-
-    _instance: _Unset | None = None
-
-    def __new__(cls) -> _Unset:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "UNSET"
-
-    def __bool__(self) -> bool:
-        return False
-
-
-#: Default of ``update_allocation(name=...)``: leave the name unchanged.
-UNSET: Final = _Unset()
-
-VersionArg = str | tuple[int, int] | None
-
-
-def _pointer(key: str) -> str:
-    """Escape a key as one JSON pointer segment (RFC 6901)."""
-    return key.replace("~", "~0").replace("/", "~1")
-
-
-def _strings(name: str, values: Iterable[str] | None) -> list[str] | None:
-    if values is None:
-        return None
-    if isinstance(values, str):
-        raise exceptions.InvalidArgument(
-            f"{name} must be a list of strings, not one string"
-        )
-    items = list(values)
-    for item in items:
-        if not isinstance(item, str) or not item:
-            raise exceptions.InvalidArgument(
-                f"{name} must contain non-empty strings, got {item!r}"
-            )
-    return items
-
-
-def _prefer_wait_header(
-    seconds: float | None, request_timeout: float | None
-) -> dict[str, str] | None:
-    """``Prefer: wait=N`` for whole seconds N >= 1 (RFC 7240).
-
-    N stays a second below the per-request timeout: a held answer that
-    timed out on the client would leave an allocation the caller never
-    learned about.
-    """
-    if seconds is None:
-        return None
-    if request_timeout is not None:
-        seconds = min(seconds, request_timeout - 1)
-    if seconds < 1:
-        return None
-    return {"Prefer": f"wait={int(seconds)}"}
-
-
-def _matches_request(found: Allocation, body: Mapping[str, Any]) -> bool:
-    """Whether an existing allocation is the one ``body`` asked for."""
-    wanted_class = body.get("resource_class", found.resource_class)
-    return (
-        found.resource_class == wanted_class
-        and found.name == body.get("name")
-        and sorted(found.traits or ()) == sorted(body.get("traits", ()))
-    )
-
-
-def _one_interface(value: str | list[str] | None) -> str | None:
+def one_interface(value: str | list[str] | None) -> str | None:
     """openstacksdk may give a list of interfaces; use the preferred one."""
     if isinstance(value, list):
         return value[0] if value else None
     return value
 
 
-class Client:
+class Client(ApiSession):
     """Reserve and release bare metal nodes through the Allocation API.
 
     Args:
@@ -166,20 +78,9 @@ class Client:
     ) -> None:
         # _clock, _sleep and _rng: time and jitter sources for tests, not
         # part of the API.
-        self._transport = transport.Transport(
-            adapter,
-            api_version=api_version,
-            retry_policy=retry_policy,
-            sleep=_sleep,
-        )
-        self._clock = _clock
-        self._sleep = _sleep
-        self._v1_doc: Any = None
-        #: Whether a create asked the server for a place in line (then
-        #: allocation reads ask it for the position too).
-        self._queue_used = False
-        #: Jitter of the pauses between attempts to find capacity.
-        self._rng: random.Random = _rng or random.SystemRandom()
+        super().__init__(adapter, api_version=api_version,
+                         retry_policy=retry_policy, _clock=_clock,
+                         _sleep=_sleep, _rng=_rng)
 
     # -- constructors ---------------------------------------------------
 
@@ -199,6 +100,9 @@ class Client:
         Without ``endpoint_override`` the endpoint comes from the session's
         auth plugin (service catalog or the plugin's own endpoint).
         """
+        # Imported here: a client built on an adapter never needs it.
+        from keystoneauth1 import adapter as ks_adapter
+
         adapter = ks_adapter.Adapter(
             session,
             service_type=SERVICE_TYPE,
@@ -231,6 +135,8 @@ class Client:
             raise exceptions.InvalidArgument(
                 f"Endpoint must be an http(s) URL, got {url!r}"
             )
+        from keystoneauth1 import session as ks_session
+
         session = ks_session.Session(verify=verify, cert=cert, timeout=timeout)
         return cls.from_session(
             session,
@@ -282,7 +188,7 @@ class Client:
         return cls.from_session(
             session,
             endpoint_override=region.get_endpoint(SERVICE_TYPE),
-            interface=_one_interface(region.get_interface(SERVICE_TYPE)),
+            interface=one_interface(region.get_interface(SERVICE_TYPE)),
             region_name=region.get_region_name(SERVICE_TYPE),
             api_version=api_version,
             retry_policy=retry_policy,
@@ -350,19 +256,6 @@ class Client:
         """The API root URL requests are sent to."""
         return self._transport.root
 
-    # -- helpers --------------------------------------------------------
-
-    def _allocation(self, response: Any) -> Allocation:
-        return Allocation.from_wire(self._transport.json(response))
-
-    @staticmethod
-    def _fields_feature(
-        fields: Sequence[str] | None, default: versions.Feature
-    ) -> versions.Feature:
-        if fields is not None and "owner" in fields:
-            return versions.ALLOCATION_OWNER
-        return default
-
     # -- life cycle -----------------------------------------------------
 
     def close(self) -> None:
@@ -387,15 +280,11 @@ class Client:
     ) -> None:
         self.close()
 
-    def sleep(self, seconds: float) -> None:
-        """Pause on this client's sleep (injected by tests)."""
-        self._sleep(seconds)
+    # The session's time hooks are part of the client's API.
+    sleep = ApiSession.sleep
+    deadline = ApiSession.deadline
 
-    def deadline(self, timeout: float | None) -> budget.Deadline:
-        """A time budget on this client's clock (``None``: no limit)."""
-        return budget.Deadline(timeout, clock=self._clock)
-
-    # -- allocations ----------------------------------------------------
+    # -- allocations (v1/creating.py, allocations.py, listing.py) -------
 
     def create_allocation(
         self,
@@ -462,159 +351,21 @@ class Client:
         against Ironic it raises InvalidArgument: use
         :meth:`allocate` with ``queue=True``, which retries instead.
         """
-        if lease is not None:
-            extra = leases.with_lease(extra, self._lease(lease),
-                                      leases.utcnow())
-        if resource_class is None and node is None:
-            raise exceptions.InvalidArgument(
-                "resource_class is required unless node is given"
-            )
-        body: dict[str, Any] = {}
-        if resource_class is not None:
-            body["resource_class"] = resource_class
-        trait_list = _strings("traits", traits)
-        if trait_list:
-            body["traits"] = trait_list
-        candidates = _strings("candidate_nodes", candidate_nodes)
-        if candidates:
-            body["candidate_nodes"] = candidates
-        if uuid is None:
-            uuid = str(uuidlib.uuid4())
-        for key, value in (
-            ("name", name),
-            ("uuid", uuid),
-            ("node", node),
-            ("owner", owner),
-        ):
-            if value is not None:
-                body[key] = value
-        if extra is not None:
-            body["extra"] = dict(extra)
-        feature = versions.ALLOCATIONS
-        if owner is not None:
-            feature = versions.ALLOCATION_OWNER
-        elif node is not None:
-            feature = versions.ALLOCATION_BACKFILL
-        deadline = deadline or budget.current() or budget.unlimited(
-            self._clock)
-        with budget.bounded(deadline):
-            return self._post_allocation(body, feature, deadline,
-                                         prefer_wait, constraints, queue)
+        from baremetal_allocclient.v1 import creating
 
-    def _post_allocation(
-        self, body: dict[str, Any], feature: versions.Feature,
-        deadline: budget.Deadline, prefer_wait: float | None,
-        constraints: Constraints | None, queue: bool,
-    ) -> Allocation:
-        """Complete ``body`` with the extensions it needs and send it."""
-        try:
-            headers = self._create_headers(body, deadline, prefer_wait,
-                                           constraints, queue)
-        except exceptions.ClientError as exc:
-            # Whatever a request before the create met, the create was
-            # not sent: nothing was made.
-            exc.outcome_unknown = False
-            raise
-        uuid = body["uuid"]
-        try:
-            response = self._transport.request(
-                "POST", "/v1/allocations", feature=feature, json=body,
-                headers=headers, deadline=deadline, idempotent=True,
-            )
-        except exceptions.Conflict as exc:
-            if not exc.retried:
-                raise
-            # An earlier attempt's answer was lost; it may have made the
-            # allocation.  Return it if it is the one we asked for.
-            existing = self._made_by_earlier_attempt(uuid, body, deadline)
-            if existing is None:
-                raise
-            return existing
-        return self._allocation(response)
-
-    def _create_headers(
-        self, body: dict[str, Any], deadline: budget.Deadline,
-        prefer_wait: float | None, constraints: Constraints | None,
-        queue: bool,
-    ) -> dict[str, str] | None:
-        """The create's headers (``Prefer: wait``, the extensions it opts
-        in to); adds the extensions' fields to ``body``.  The hold is
-        computed last, from what the discovery left of ``deadline``."""
-        opted_in: list[str] = []
-        if constraints:
-            opted_in += self._constrain(body, constraints)
-        if queue:
-            opted_in.append(self._enqueue(body, deadline))
-        opted_in += [name for name in self._known_extensions()
-                     if name not in opted_in]
-        hold = None if prefer_wait is None else deadline.hold(prefer_wait)
-        headers = _prefer_wait_header(hold, self._transport.request_timeout)
-        if opted_in:
-            headers = {**(headers or {}),
-                       EXTENSION_HEADER: ", ".join(opted_in)}
-        return headers
-
-    def _enqueue(self, body: dict[str, Any],
-                 deadline: budget.Deadline) -> str:
-        """Add the queue extension's field to a create body; return the
-        extension's name for the header."""
-        if body.get("node") is not None:
-            raise exceptions.InvalidArgument(
-                "waiting in line does not apply to a backfill (node)")
-        ceiling = queueing.advertised(self._v1_document())
-        if ceiling is None:
-            raise exceptions.InvalidArgument(
-                "this server does not offer waiting in line (the queue "
-                "extension); use allocate(..., queue=True), which "
-                "retries instead")
-        body["queue"] = queueing.queue_field(deadline.remaining(), ceiling)
-        self._queue_used = True
-        return queueing.EXTENSION
-
-    def _made_by_earlier_attempt(
-        self, uuid: str, body: Mapping[str, Any], deadline: budget.Deadline
-    ) -> Allocation | None:
-        """The allocation ``uuid`` if it matches the request ``body``."""
-        try:
-            found = self._get(uuid, deadline)
-        except exceptions.NotFound:
-            return None
-        if not _matches_request(found, body):
-            return None
-        LOG.debug("Create of %s was retried; using the allocation made "
-                  "by the first attempt", uuid)
-        return found
+        return creating.create(
+            self, resource_class, traits=traits,
+            candidate_nodes=candidate_nodes, name=name, uuid=uuid,
+            extra=extra, node=node, owner=owner, prefer_wait=prefer_wait,
+            deadline=deadline, constraints=constraints, lease=lease,
+            queue=queue,
+        )
 
     def get_allocation(
         self, ident: str, *, fields: Sequence[str] | None = None
     ) -> Allocation:
         """Fetch one allocation by UUID or name (``fields=`` optional)."""
-        return self._get(ident, None, fields)
-
-    def _get(
-        self,
-        ident: str,
-        deadline: budget.Deadline | None,
-        fields: Sequence[str] | None = None,
-    ) -> Allocation:
-        names = resources.validate_fields(Allocation, fields)
-        # After a create that waits in line, the answer says the place;
-        # a known constraints extension adds the funnel to last_error.
-        opted_in = self._known_extensions()
-        if self._queue_used and names is None:
-            opted_in.append(queueing.EXTENSION)
-        headers = ({EXTENSION_HEADER: ", ".join(opted_in)}
-                   if opted_in else None)
-        response = self._transport.request(
-            "GET",
-            "/v1/allocations/" + transport.quote(ident),
-            feature=self._fields_feature(names, versions.ALLOCATIONS),
-            params=pagination.build_query(
-                {"fields": names}, limit=None, marker=None
-            ),
-            deadline=deadline, headers=headers,
-        )
-        return self._allocation(response)
+        return allocations.get(self, ident, None, fields)
 
     def list_allocations(
         self,
@@ -652,90 +403,12 @@ class Client:
         over every page, with ``extra`` fetched; ``limit`` then counts
         what passes it.
         """
-        if expired is not None:
-            return self._filter_expired(
-                expired, now or leases.utcnow(), limit,
-                state=state, resource_class=resource_class, node=node,
-                owner=owner, marker=marker, sort_key=sort_key,
-                sort_dir=sort_dir, page_size=page_size, group=group,
-                fields=None if fields is None else [*fields, "extra"],
-            )
-        pagination.check_positive("limit", limit)
-        pagination.check_positive("page_size", page_size)
-        if state is not None and state not in resources.ALLOCATION_STATES:
-            raise exceptions.InvalidArgument(
-                f"state must be one of "
-                f"{', '.join(resources.ALLOCATION_STATES)}, got {state!r}"
-            )
-        if sort_dir is not None and sort_dir not in ("asc", "desc"):
-            raise exceptions.InvalidArgument(
-                f"sort_dir must be 'asc' or 'desc', got {sort_dir!r}"
-            )
-        names = resources.validate_fields(Allocation, fields)
-        feature = self._fields_feature(names, versions.ALLOCATIONS)
-        if owner is not None:
-            feature = versions.ALLOCATION_OWNER
-        if group is not None and names is not None and "extra" not in names:
-            names = (*names, "extra")
-        filters = {
-            "state": state,
-            "resource_class": resource_class,
-            "node": node,
-            "owner": owner,
-            "fields": names,
-            "sort_key": sort_key,
-            "sort_dir": sort_dir,
-        }
-        if group is None:
-            return self._iterate(filters, feature, limit, marker, page_size)
-        members = (a for a in self._iterate(filters, feature, None, marker,
-                                            page_size)
-                   if groups.group_of(a.extra) == group)
-        return itertools.islice(members, limit)
-
-    def _filter_expired(
-        self, expired: bool, now: datetime.datetime, limit: int | None,
-        **query: Any,
-    ) -> Iterator[Allocation]:
-        pagination.check_positive("limit", limit)
-        listed = self.list_allocations(**query)
-        chosen = (item for item in listed
-                  if leases.is_expired(item.extra, now) == expired)
-        return itertools.islice(chosen, limit)
-
-    def _iterate(
-        self,
-        filters: Mapping[str, Any],
-        feature: versions.Feature,
-        limit: int | None,
-        marker: str | None,
-        page_size: int | None,
-        deadline: budget.Deadline | None = None,
-    ) -> Iterator[Allocation]:
-        remaining = limit
-        while remaining is None or remaining > 0:
-            params = pagination.build_query(
-                filters,
-                limit=pagination.page_limit(page_size, remaining),
-                marker=marker,
-            )
-            response = self._transport.request(
-                "GET", "/v1/allocations", feature=feature, params=params,
-                deadline=deadline,
-            )
-            items, next_link = pagination.items_of(
-                self._transport.json(response), "allocations"
-            )
-            for item in items:
-                if remaining is not None:
-                    if remaining <= 0:
-                        return
-                    remaining -= 1
-                yield Allocation.from_wire(item)
-            new_marker = pagination.marker_from_next(next_link)
-            if not items or new_marker is None or new_marker == marker:
-                return
-            marker = new_marker
+        return listing.list_allocations(
+            self, state=state, resource_class=resource_class, node=node,
+            owner=owner, fields=fields, limit=limit, marker=marker,
+            sort_key=sort_key, sort_dir=sort_dir, page_size=page_size,
+            expired=expired, now=now, group=group,
+        )
 
     def update_allocation(
         self,
@@ -750,30 +423,9 @@ class Client:
         ``name=None`` removes the name; ``set_extra`` adds or replaces keys
         of ``extra``; ``unset_extra`` removes keys.
         """
-        patch: list[dict[str, Any]] = []
-        if name is None:
-            patch.append({"op": "remove", "path": "/name"})
-        elif not isinstance(name, _Unset):
-            patch.append({"op": "add", "path": "/name", "value": name})
-        for key, value in (set_extra or {}).items():
-            patch.append(
-                {"op": "add", "path": "/extra/" + _pointer(key),
-                 "value": value}
-            )
-        removed = _strings("unset_extra", unset_extra) or []
-        for key in removed:
-            patch.append({"op": "remove", "path": "/extra/" + _pointer(key)})
-        if not patch:
-            raise exceptions.InvalidArgument(
-                "Nothing to update: give name, set_extra or unset_extra"
-            )
-        response = self._transport.request(
-            "PATCH",
-            "/v1/allocations/" + transport.quote(ident),
-            feature=versions.ALLOCATION_UPDATE,
-            json=patch,
-        )
-        return self._allocation(response)
+        return allocations.update(self, ident, name=name,
+                                  set_extra=set_extra,
+                                  unset_extra=unset_extra)
 
     def delete_allocation(
         self,
@@ -787,19 +439,10 @@ class Client:
         With ``ignore_missing`` a missing allocation is not an error.
         Returns True if it was deleted, False if it did not exist.
         """
-        return self._delete(
-            "/v1/allocations/" + transport.quote(ident), ignore_missing,
-            deadline,
-        )
+        return allocations.delete(self, ident, ignore_missing=ignore_missing,
+                                  deadline=deadline)
 
-    # -- leases (see baremetal_allocclient.leases) ------------------------
-
-    @staticmethod
-    def _lease(lease: datetime.timedelta | str) -> datetime.timedelta:
-        try:
-            return leases.as_duration(lease)
-        except leases.LeaseError as exc:
-            raise exceptions.InvalidArgument(str(exc)) from None
+    # -- leases (v1/leasing.py) -----------------------------------------
 
     def renew_lease(
         self, allocation: Allocation | str,
@@ -811,10 +454,9 @@ class Client:
         Renew before the lease ends: a lease that already ended may be
         expired by a concurrent :meth:`expire` (NotFound then).
         """
-        ident = allocation.ident if isinstance(
-            allocation, Allocation) else allocation
-        return self.update_allocation(ident, set_extra=leases.lease_extra(
-            self._lease(lease), leases.utcnow()))
+        from baremetal_allocclient.v1 import leasing
+
+        return leasing.renew_lease(self, allocation, lease)
 
     def expire(
         self,
@@ -831,154 +473,62 @@ class Client:
         :mod:`~baremetal_allocclient.v1.leasing` for what is guaranteed.
         ``dry_run`` changes nothing and says what would be done.
         """
+        from baremetal_allocclient.v1 import leasing
+
         return leasing.expire(self, dry_run=dry_run, undeploy=undeploy,
                               resource_class=resource_class, owner=owner)
+
+    # -- nodes and a node's allocation (v1/nodes.py, allocations.py) ---
 
     def undeploy_node(self, node: str) -> None:
         """Ask for a node's tear-down (provision target ``deleted``);
         the server deletes its allocation when the tear-down ends."""
-        self._transport.request(
-            "PUT", "/v1/nodes/" + transport.quote(node) + "/states/provision",
-            feature=versions.NODES, json={"target": "deleted"},
-        )
+        nodes.undeploy(self, node)
 
     def get_node_allocation(
         self, node: str, *, fields: Sequence[str] | None = None
     ) -> Allocation:
         """Fetch the allocation of a node (UUID or name)."""
-        names = resources.validate_fields(Allocation, fields)
-        response = self._transport.request(
-            "GET",
-            "/v1/nodes/" + transport.quote(node) + "/allocation",
-            feature=self._fields_feature(names, versions.ALLOCATIONS),
-            params=pagination.build_query(
-                {"fields": names}, limit=None, marker=None
-            ),
-        )
-        return self._allocation(response)
+        return allocations.get_of_node(self, node, fields=fields)
 
     def delete_node_allocation(
         self, node: str, *, ignore_missing: bool = False
     ) -> bool:
         """Delete the allocation of a node (UUID or name); False if there
         was none (with ``ignore_missing``)."""
-        return self._delete(
-            "/v1/nodes/" + transport.quote(node) + "/allocation",
-            ignore_missing,
-        )
-
-    def _delete(
-        self,
-        path: str,
-        ignore_missing: bool,
-        deadline: budget.Deadline | None = None,
-    ) -> bool:
-        """DELETE an allocation resource; a 404 is fine when asked."""
-        try:
-            self._transport.request(
-                "DELETE", path, feature=versions.ALLOCATIONS,
-                deadline=deadline,
-            )
-        except exceptions.NotFound:
-            if not ignore_missing:
-                raise
-            return False
-        return True
-
-    # -- nodes ----------------------------------------------------------
+        return allocations.delete_of_node(self, node,
+                                          ignore_missing=ignore_missing)
 
     def get_node(
         self, ident: str, *, fields: Sequence[str] | None = None
     ) -> Node:
         """Fetch the read-only view of a node by UUID or name."""
-        names = resources.validate_fields(Node, fields)
-        response = self._transport.request(
-            "GET",
-            "/v1/nodes/" + transport.quote(ident),
-            feature=versions.NODES,
-            params=pagination.build_query(
-                {"fields": names}, limit=None, marker=None
-            ),
-        )
-        return Node.from_wire(self._transport.json(response))
+        return nodes.get(self, ident, fields=fields)
 
-    # -- constraints (see v1/selecting.py) -------------------------------
-
-    def _v1_document(self) -> Any:
-        """``GET /v1`` (where extensions are advertised), read once."""
-        if self._v1_doc is None:
-            response = self._transport.request(
-                "GET", "/v1", feature=versions.NODES)
-            self._v1_doc = self._transport.json(response)
-        return self._v1_doc
-
-    def _known_extensions(self) -> list[str]:
-        """Extensions to opt into on every allocation request: the
-        constraints extension once ``GET /v1`` was read (for a constrained,
-        grouped or queued call) and advertised it, so that ``last_error``
-        of a failure carries the selection funnel.  Never a request of
-        its own: a client that did not discover reads Ironic's text."""
-        if self._v1_doc is not None and selecting.extension_advertised(
-                self._v1_doc):
-            return [EXTENSION]
-        return []
+    # -- extensions, explain, capacity -----------------------------------
 
     def supports_constraints(self) -> bool:
         """Whether the server evaluates constraints itself (the reference
         server's extension, advertised in ``GET /v1``); asked once."""
-        return selecting.extension_advertised(self._v1_document())
+        from baremetal_allocclient.v1 import extensions
+
+        return extensions.supports_constraints(self)
 
     def supports_groups(self) -> bool:
         """Whether the server reserves a whole group in one transaction
         (the reference server's groups extension, advertised in ``GET
         /v1``); asked once."""
-        return grouping.extension_advertised(self._v1_document())
+        from baremetal_allocclient.v1 import extensions
+
+        return extensions.supports_groups(self)
 
     def supports_queue(self) -> bool:
         """Whether the server keeps allocations waiting in line for
         capacity (the reference server's queue extension, advertised in
         ``GET /v1``); asked once."""
-        return queueing.advertised(self._v1_document()) is not None
+        from baremetal_allocclient.v1 import extensions
 
-    def _selection(self, body: Mapping[str, Any],
-                   constraints: Constraints) -> Selection:
-        return Selection(
-            resource_class=str(body.get("resource_class") or ""),
-            traits=tuple(body.get("traits") or ()),
-            candidate_nodes=tuple(body.get("candidate_nodes") or ()),
-            owner=body.get("owner"), constraints=constraints)
-
-    def _constrain(self, body: dict[str, Any],
-                   constraints: Constraints) -> list[str]:
-        """Add ``constraints`` to an allocation body: as the extension's
-        field (returning its name for the header), or as prefiltered
-        candidates."""
-        if body.get("node") is not None:
-            raise exceptions.InvalidArgument(
-                "constraints do not apply to a backfill (node)")
-        if self.supports_constraints():
-            body["constraints"] = constraints.to_wire()
-            return [EXTENSION]
-        plan = self._prefilter(self._selection(body, constraints))
-        # With require_node_name the plan holds that one node only.
-        body["candidate_nodes"] = list(plan.candidates)
-        if plan.preferred and "name" not in body:
-            # Ironic tries the node named like the allocation first.
-            body["name"] = constraints.node_name
-        return []
-
-    def _prefilter(self, selection: Selection) -> selecting.Plan:
-        """Client-side selection: one narrow paged listing; only when
-        nothing survives, a second listing of the whole resource class
-        to say why."""
-        narrow = list(selecting.iter_nodes(
-            self._transport, selecting.list_filters(selection, True)))
-        try:
-            return selecting.plan(selection, narrow)
-        except exceptions.NoMatchingNodes:
-            broad = list(selecting.iter_nodes(
-                self._transport, selecting.list_filters(selection, False)))
-            return selecting.plan(selection, broad)
+        return extensions.supports_queue(self)
 
     def explain(
         self,
@@ -993,30 +543,13 @@ class Client:
         nothing: ``{"resource_class", "funnel": [{"step", "count"}...],
         "candidates", "first_empty"}``.  One request on the reference
         server; computed from the node list on Ironic."""
-        body: dict[str, Any] = {"resource_class": resource_class}
-        for key, values in (("traits", traits),
-                            ("candidate_nodes", candidate_nodes)):
-            listed = _strings(key, values)
-            if listed:
-                body[key] = listed
-        if owner is not None:
-            body["owner"] = owner
-        wanted = constraints or Constraints()
-        selection = self._selection(body, wanted)
-        if self.supports_constraints():
-            if wanted:
-                body["constraints"] = wanted.to_wire()
-            response = self._transport.request(
-                "POST", EXPLAIN_PATH, feature=versions.ALLOCATIONS,
-                json=body)
-            return selecting.funnel_from_document(
-                selection, self._transport.json(response))
-        nodes = selecting.iter_nodes(
-            self._transport, selecting.list_filters(selection, False))
-        funnel, _survivors = funnel_of(selection, nodes)
-        return selecting.explain_document(selection, funnel)
+        from baremetal_allocclient.v1 import explaining
 
-    # -- capacity (an extension of baremetal-alloc-server) ---------------
+        return explaining.explain(
+            self, resource_class, traits=traits,
+            candidate_nodes=candidate_nodes, owner=owner,
+            constraints=constraints,
+        )
 
     def get_allocation_capacity(
         self, resource_class: str | None = None,
@@ -1030,29 +563,11 @@ class Client:
         baremetal-alloc-server: elsewhere (Ironic answers 404) this raises
         ExtensionNotSupported.
         """
-        params = {"resource_class": resource_class} if resource_class else {}
-        if constraints:
-            params["constraints"] = json.dumps(constraints.to_wire())
-        try:
-            response = self._transport.request(
-                "GET", CAPACITY_PATH, feature=versions.ALLOCATIONS,
-                params=params,
-            )
-        except exceptions.NotFound:
-            raise exceptions.ExtensionNotSupported(
-                f"The server at {self._transport.root} has no allocation "
-                f"capacity ({CAPACITY_PATH} is an extension of "
-                f"baremetal-alloc-server; Ironic does not offer it)"
-            ) from None
-        body = self._transport.json(response)
-        rows = body.get("capacity") if isinstance(body, dict) else None
-        if not isinstance(rows, list):
-            raise exceptions.ClientError(
-                "unexpected capacity document from the server"
-            )
-        return [dict(row) for row in rows if isinstance(row, dict)]
+        from baremetal_allocclient.v1 import capacity
 
-    # -- waiting --------------------------------------------------------
+        return capacity.get_capacity(self, resource_class, constraints)
+
+    # -- waiting (v1/polling.py, reservation.py) ------------------------
 
     def wait_for_allocation(
         self,
@@ -1074,19 +589,10 @@ class Client:
             AllocationFailed: it ended in ``error`` (carries last_error).
             WaitTimeout: still allocating when the time was up.
         """
-        deadline = deadline or self.deadline(timeout)
-        if isinstance(allocation, Allocation):
-            initial: Allocation | None = allocation
-            ident = allocation.ident
-        else:
-            initial = None
-            ident = allocation
-        return waiting.wait_for_allocation(
-            lambda: self._get(ident, deadline),
-            initial,
-            on_progress=on_progress,
-            clock=self._clock,
-            sleep=self._sleep,
+        from baremetal_allocclient.v1 import polling
+
+        return polling.wait_for_allocation(
+            self, allocation, timeout=timeout, on_progress=on_progress,
             deadline=deadline,
         )
 
@@ -1111,21 +617,11 @@ class Client:
                 ``error`` (after all settled; ``.results`` has them all).
             WaitTimeout: some were still allocating when the time was up.
         """
-        deadline = deadline or self.deadline(timeout)
-        known: list[Allocation] = []
-        for item in allocations:
-            if isinstance(item, Allocation) and item.uuid and item.state:
-                known.append(item)
-            else:
-                ident = item.ident if isinstance(item, Allocation) else item
-                known.append(self._get(ident, deadline))
-        return waiting.wait_for_allocations(
-            _ClientSource(self, deadline),
-            known,
-            raise_on_error=raise_on_error,
-            on_progress=on_progress,
-            clock=self._clock,
-            sleep=self._sleep,
+        from baremetal_allocclient.v1 import polling
+
+        return polling.wait_for_allocations(
+            self, allocations, timeout=timeout,
+            raise_on_error=raise_on_error, on_progress=on_progress,
             deadline=deadline,
         )
 
@@ -1175,8 +671,11 @@ class Client:
         served is not guaranteed there.  Running out of time raises
         WaitTimeout, having deleted the allocation, so it leaves the line.
         """
+        from baremetal_allocclient import leases
+        from baremetal_allocclient.v1 import creating, reservation
+
         if lease is not None:
-            extra = leases.with_lease(extra, self._lease(lease),
+            extra = leases.with_lease(extra, creating.lease_duration(lease),
                                       leases.utcnow())
         request = reservation.Request(
             resource_class=resource_class, traits=tuple(traits),
@@ -1185,26 +684,10 @@ class Client:
             owner=owner,
             constraints=constraints,
         )
-        deadline = self.deadline(timeout)
-        with budget.bounded(deadline), interrupts.sigterm_raises():
-            in_line = queue and node is None and self.supports_queue()
-            run = reservation.Reservation(
-                self, request, deadline, on_progress, queue=in_line,
-            )
-            try:
-                return run.settle_one(retry_capacity=queue and not in_line)
-            except BaseException as exc:
-                report = run.release()
-                for ident, reason in report.failed:
-                    LOG.warning(
-                        "Could not delete allocation %s after a failed "
-                        "allocate(): %s", ident, reason,
-                    )
-                if isinstance(exc, exceptions.Terminated):
-                    interrupts.finish_termination(exc)
-                raise
+        return reservation.allocate(self, request, timeout=timeout,
+                                    on_progress=on_progress, queue=queue)
 
-    # -- groups (see v1/grouping.py) -----------------------------------
+    # -- groups (v1/grouping.py) ----------------------------------------
 
     def allocate_group(
         self,
@@ -1245,69 +728,21 @@ class Client:
                 that failed and its last_error (or the server's reason);
                 ``left`` lists members that could not be deleted.
         """
-        if lease is not None:
-            extra = leases.with_lease(extra, self._lease(lease),
-                                      leases.utcnow())
-        request = reservation.Request(
-            resource_class=resource_class, traits=tuple(traits),
-            candidate_nodes=tuple(candidate_nodes), name=name,
-            extra=dict(extra) if extra is not None else None, owner=owner,
-            constraints=constraints,
-        )
-        deadline = self.deadline(timeout)
-        with budget.bounded(deadline), \
-                interrupts.sigterm_raises() as installed:
-            run = grouping.GroupRun(self, request, count, deadline,
-                                    on_progress)
-            try:
-                return run.make()
-            except (KeyboardInterrupt, exceptions.Terminated) as exc:
-                failure = run.fail(exc, interrupted=True)
-                # What could not be deleted, for a caller that reports it.
-                exc.group_left = failure.left  # type: ignore[union-attr]
-                if installed and isinstance(exc, exceptions.Terminated):
-                    interrupts.finish_termination(exc)
-                raise
-            except exceptions.ClientError as exc:
-                raise run.fail(exc) from exc
+        from baremetal_allocclient.v1 import grouping
 
-    def _post_group(self, body: dict[str, Any], deadline: budget.Deadline
-                    ) -> list[Allocation]:
-        """``POST /v1/allocation_groups`` (the groups extension).  A
-        retried request whose first attempt made the group returns it."""
-        try:
-            response = self._transport.request(
-                "POST", groups.PATH, feature=grouping.FEATURE, json=body,
-                headers=grouping.HEADERS, deadline=deadline,
-                idempotent=True)
-        except exceptions.Conflict as exc:
-            if not exc.retried:
-                raise
-            made = []
-            for uuid in body["uuids"]:
-                try:
-                    found = self._get(uuid, deadline)
-                except exceptions.NotFound:
-                    raise exc from None
-                if groups.group_of(found.extra) != body.get("name") or (
-                        found.resource_class != body["resource_class"]):
-                    raise
-                made.append(found)
-            LOG.debug("Group create was retried; using the allocations "
-                      "made by the first attempt")
-            return made
-        doc = self._transport.json(response)
-        items = doc.get("allocations") if isinstance(doc, dict) else None
-        if not isinstance(items, list) or len(items) != body["count"]:
-            raise exceptions.InvalidResponse(
-                "unexpected group document from the server")
-        return [Allocation.from_wire(item) for item in items]
+        return grouping.allocate_group(
+            self, count, resource_class, name=name, traits=traits,
+            candidate_nodes=candidate_nodes, extra=extra, owner=owner,
+            timeout=timeout, on_progress=on_progress,
+            constraints=constraints, lease=lease,
+        )
 
     def list_group(self, name: str) -> list[Allocation]:
         """The allocations of group ``name`` (marked in their ``extra``),
         in member order; empty when there are none."""
-        found = list(self.list_allocations(group=name))
-        return sorted(found, key=lambda a: (len(a.name or ""), a.name or ""))
+        from baremetal_allocclient.v1 import grouping
+
+        return grouping.list_group(self, name)
 
     def renew_group(
         self, name: str, lease: datetime.timedelta | str
@@ -1322,22 +757,9 @@ class Client:
         after trying every member, so one failure does not cut the others'
         leases short.
         """
-        extra = leases.lease_extra(self._lease(lease), leases.utcnow())
-        renewed: list[Allocation] = []
-        failures: list[str] = []
-        for member in self.list_group(name):
-            try:
-                renewed.append(self.update_allocation(
-                    str(member.uuid), set_extra=extra))
-            except exceptions.ClientError as exc:
-                failures.append(f"{member.name or member.ident}: {exc}")
-        if failures:
-            raise exceptions.ClientError(
-                f"Could not renew {len(failures)} allocation(s) of group "
-                f"{name} (renewed {len(renewed)}"
-                + "".join(f", {a.name or a.ident}" for a in renewed) + "):\n  "
-                + "\n  ".join(failures))
-        return renewed
+        from baremetal_allocclient.v1 import grouping
+
+        return grouping.renew_group(self, name, lease)
 
     def release_group(
         self, name: str, *, timeout: float | None = None
@@ -1348,74 +770,6 @@ class Client:
         Raises the first error after trying every member, so one member
         that cannot go (its node is deployed) does not keep the others.
         """
-        deadline = self.deadline(timeout)
-        deleted: list[str] = []
-        failures: list[str] = []
-        with budget.bounded(deadline):
-            members = self.list_group(name)
-        for member in members:
-            try:
-                if self.delete_allocation(str(member.uuid),
-                                          ignore_missing=True,
-                                          deadline=deadline):
-                    deleted.append(str(member.uuid))
-            except exceptions.ClientError as exc:
-                failures.append(f"{member.ident}: {exc}")
-        if failures:
-            raise exceptions.ClientError(
-                f"Could not delete {len(failures)} allocation(s) of group "
-                f"{name} (deleted {len(deleted)}):\n  "
-                + "\n  ".join(failures))
-        return deleted
+        from baremetal_allocclient.v1 import grouping
 
-
-class _ClientSource:
-    """Adapts a Client to :class:`waiting.AllocationSource`."""
-
-    def __init__(self, client: Client, deadline: budget.Deadline) -> None:
-        self._client = client
-        self._deadline = deadline
-
-    def get(self, uuid: str) -> Allocation:
-        return self._client._get(uuid, self._deadline)
-
-    def _list(self, **filters: Any) -> Iterator[Allocation]:
-        return self._client._iterate(
-            filters, versions.ALLOCATIONS, None, None, None, self._deadline
-        )
-
-    def allocating_uuids(self, resource_class: str | None) -> set[str]:
-        return {
-            str(item.uuid)
-            for item in self._list(
-                state=waiting.ALLOCATING,
-                resource_class=resource_class,
-                fields=["uuid"],
-            )
-        }
-
-    def fetch_settled(
-        self, allocations: Sequence[Allocation]
-    ) -> list[Allocation]:
-        """One list per resource class (newest first, stops early)."""
-        groups: dict[str | None, set[str]] = {}
-        for item in allocations:
-            groups.setdefault(item.resource_class, set()).add(str(item.uuid))
-        found: dict[str, Allocation] = {}
-        for resource_class, wanted in groups.items():
-            if len(wanted) > 1 and resource_class is not None:
-                missing = set(wanted)
-                for item in self._list(
-                    resource_class=resource_class,
-                    sort_key="created_at",
-                    sort_dir="desc",
-                ):
-                    if item.uuid in missing:
-                        found[item.uuid] = item
-                        missing.discard(item.uuid)
-                        if not missing:
-                            break
-                wanted = missing
-            for uuid in wanted:
-                found[uuid] = self.get(uuid)
-        return [found[str(item.uuid)] for item in allocations]
+        return grouping.release_group(self, name, timeout=timeout)

@@ -22,32 +22,34 @@ whole operation.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import logging
 import uuid as uuidlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from baremetal_allocclient import exceptions, groups
-from baremetal_allocclient.constraints import EXTENSION_HEADER
-from baremetal_allocclient.v1 import budget, reservation, versions, waiting
+from baremetal_allocclient import exceptions, extension_names, groups, leases
+from baremetal_allocclient.v1 import (
+    allocations,
+    budget,
+    creating,
+    extensions,
+    interrupts,
+    reservation,
+    versions,
+    waiting,
+)
 from baremetal_allocclient.v1.resources import Allocation
 
 if TYPE_CHECKING:
-    from baremetal_allocclient.v1.client import Client
+    from baremetal_allocclient.constraints import Constraints
+    from baremetal_allocclient.v1.protocol import AllocationClient, Session
 
 LOG = logging.getLogger(__name__)
 
-
-def extension_advertised(doc: Any) -> bool:
-    """Whether a ``GET /v1`` document advertises the groups extension in
-    a version this SDK speaks (pure)."""
-    if not isinstance(doc, Mapping):
-        return False
-    found = doc.get("extensions")
-    entry = found.get(groups.EXTENSION) if isinstance(found, Mapping) \
-        else None
-    return isinstance(entry, Mapping) and entry.get("version") == \
-        groups.VERSION
+#: Whether a ``GET /v1`` document advertises the groups extension in a
+#: version this SDK speaks (pure).
+extension_advertised = extensions.groups_advertised
 
 
 def wire_body(request: reservation.Request, count: int,
@@ -101,7 +103,8 @@ def failure_reason(count: int, members: Sequence[Allocation],
 class GroupRun:
     """One group operation and everything it may have made."""
 
-    def __init__(self, client: Client, request: reservation.Request,
+    def __init__(self, client: AllocationClient,
+                 request: reservation.Request,
                  count: int, deadline: budget.Deadline,
                  on_progress: waiting.ProgressCallback | None = None
                  ) -> None:
@@ -126,8 +129,8 @@ class GroupRun:
     def _native(self) -> list[Allocation]:
         self.run.expect(self.uuids)
         try:
-            made = self.client._post_group(
-                wire_body(self.request, self.count, self.uuids),
+            made = post_group(
+                self.client, wire_body(self.request, self.count, self.uuids),
                 self.run.deadline)
         except exceptions.ClientError as exc:
             if not exc.outcome_unknown:
@@ -183,4 +186,133 @@ def native_failure(count: int, exc: exceptions.Conflict
 #: The feature the group endpoint needs (the extension needs nothing
 #: newer than allocations themselves).
 FEATURE = versions.ALLOCATIONS
-HEADERS = {EXTENSION_HEADER: groups.EXTENSION}
+HEADERS = {extension_names.EXTENSION_HEADER: groups.EXTENSION}
+
+
+def allocate_group(
+    client: AllocationClient,
+    count: int,
+    resource_class: str,
+    *,
+    name: str | None = None,
+    traits: Iterable[str] = (),
+    candidate_nodes: Iterable[str] = (),
+    extra: Mapping[str, Any] | None = None,
+    owner: str | None = None,
+    timeout: float | None = waiting.DEFAULT_TIMEOUT,
+    on_progress: waiting.ProgressCallback | None = None,
+    constraints: Constraints | None = None,
+    lease: datetime.timedelta | str | None = None,
+) -> list[Allocation]:
+    """The work of :meth:`Client.allocate_group` (see there)."""
+    if lease is not None:
+        extra = leases.with_lease(extra, creating.lease_duration(lease),
+                                  leases.utcnow())
+    request = reservation.Request(
+        resource_class=resource_class, traits=tuple(traits),
+        candidate_nodes=tuple(candidate_nodes), name=name,
+        extra=dict(extra) if extra is not None else None, owner=owner,
+        constraints=constraints,
+    )
+    deadline = client.deadline(timeout)
+    with budget.bounded(deadline), \
+            interrupts.sigterm_raises() as installed:
+        run = GroupRun(client, request, count, deadline, on_progress)
+        try:
+            return run.make()
+        except (KeyboardInterrupt, exceptions.Terminated) as exc:
+            failure = run.fail(exc, interrupted=True)
+            # What could not be deleted, for a caller that reports it.
+            exc.group_left = failure.left  # type: ignore[union-attr]
+            if installed and isinstance(exc, exceptions.Terminated):
+                interrupts.finish_termination(exc)
+            raise
+        except exceptions.ClientError as exc:
+            raise run.fail(exc) from exc
+
+
+def post_group(session: Session, body: dict[str, Any],
+               deadline: budget.Deadline) -> list[Allocation]:
+    """``POST /v1/allocation_groups`` (the groups extension).  A
+    retried request whose first attempt made the group returns it."""
+    transport = session._transport
+    try:
+        response = transport.request(
+            "POST", groups.PATH, feature=FEATURE, json=body,
+            headers=HEADERS, deadline=deadline, idempotent=True)
+    except exceptions.Conflict as exc:
+        if not exc.retried:
+            raise
+        made = []
+        for uuid in body["uuids"]:
+            try:
+                found = allocations.get(session, uuid, deadline)
+            except exceptions.NotFound:
+                raise exc from None
+            if groups.group_of(found.extra) != body.get("name") or (
+                    found.resource_class != body["resource_class"]):
+                raise
+            made.append(found)
+        LOG.debug("Group create was retried; using the allocations "
+                  "made by the first attempt")
+        return made
+    doc = transport.json(response)
+    items = doc.get("allocations") if isinstance(doc, dict) else None
+    if not isinstance(items, list) or len(items) != body["count"]:
+        raise exceptions.InvalidResponse(
+            "unexpected group document from the server")
+    return [Allocation.from_wire(item) for item in items]
+
+
+def list_group(client: AllocationClient, name: str) -> list[Allocation]:
+    """The allocations of group ``name``, in member order."""
+    found = list(client.list_allocations(group=name))
+    return sorted(found, key=lambda a: (len(a.name or ""), a.name or ""))
+
+
+def renew_group(
+    client: AllocationClient, name: str, lease: datetime.timedelta | str
+) -> list[Allocation]:
+    """The work of :meth:`Client.renew_group` (see there)."""
+    extra = leases.lease_extra(creating.lease_duration(lease),
+                               leases.utcnow())
+    renewed: list[Allocation] = []
+    failures: list[str] = []
+    for member in list_group(client, name):
+        try:
+            renewed.append(client.update_allocation(
+                str(member.uuid), set_extra=extra))
+        except exceptions.ClientError as exc:
+            failures.append(f"{member.name or member.ident}: {exc}")
+    if failures:
+        raise exceptions.ClientError(
+            f"Could not renew {len(failures)} allocation(s) of group "
+            f"{name} (renewed {len(renewed)}"
+            + "".join(f", {a.name or a.ident}" for a in renewed) + "):\n  "
+            + "\n  ".join(failures))
+    return renewed
+
+
+def release_group(
+    client: AllocationClient, name: str, *, timeout: float | None = None
+) -> list[str]:
+    """The work of :meth:`Client.release_group` (see there)."""
+    deadline = client.deadline(timeout)
+    deleted: list[str] = []
+    failures: list[str] = []
+    with budget.bounded(deadline):
+        members = list_group(client, name)
+    for member in members:
+        try:
+            if client.delete_allocation(str(member.uuid),
+                                        ignore_missing=True,
+                                        deadline=deadline):
+                deleted.append(str(member.uuid))
+        except exceptions.ClientError as exc:
+            failures.append(f"{member.ident}: {exc}")
+    if failures:
+        raise exceptions.ClientError(
+            f"Could not delete {len(failures)} allocation(s) of group "
+            f"{name} (deleted {len(deleted)}):\n  "
+            + "\n  ".join(failures))
+    return deleted

@@ -33,10 +33,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from baremetal_allocclient import exceptions, leases
+from baremetal_allocclient.v1 import creating
 from baremetal_allocclient.v1.resources import Allocation
 
 if TYPE_CHECKING:
-    from baremetal_allocclient.v1.client import Client
+    from baremetal_allocclient.v1.protocol import AllocationClient
 
 Now = Callable[[], datetime.datetime]
 
@@ -120,7 +121,7 @@ class ExpireReport:
 
 
 def expire(
-    client: Client,
+    client: AllocationClient,
     *,
     dry_run: bool = False,
     undeploy: bool = False,
@@ -152,7 +153,8 @@ def _expiry_text(allocation: Allocation) -> str | None:
     return None if value is None else str(value)
 
 
-def _node_facts(client: Client, node: str | None) -> leases.NodeFacts | None:
+def _node_facts(client: AllocationClient,
+                node: str | None) -> leases.NodeFacts | None:
     if node is None:
         return None
     try:
@@ -166,7 +168,7 @@ def _node_facts(client: Client, node: str | None) -> leases.NodeFacts | None:
 
 
 def _expire_one(
-    client: Client, seen: Allocation, dry_run: bool, undeploy: bool,
+    client: AllocationClient, seen: Allocation, dry_run: bool, undeploy: bool,
     now: Now,
 ) -> Expiry:
     """Re-read, compare, decide and act on one listed allocation."""
@@ -199,3 +201,14 @@ def _expire_one(
     if action == leases.Action.BUSY:
         return dataclasses.replace(entry, outcome=Outcome.BUSY)
     return entry
+
+
+def renew_lease(
+    client: AllocationClient, allocation: Allocation | str,
+    lease: datetime.timedelta | str,
+) -> Allocation:
+    """The work of :meth:`Client.renew_lease` (see there)."""
+    ident = allocation.ident if isinstance(
+        allocation, Allocation) else allocation
+    return client.update_allocation(ident, set_extra=leases.lease_extra(
+        creating.lease_duration(lease), leases.utcnow()))

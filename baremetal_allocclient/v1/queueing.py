@@ -23,8 +23,10 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from baremetal_allocclient import extension_names
+
 #: Name of the extension (header value, ``GET /v1`` key).
-EXTENSION = "queue"
+EXTENSION = extension_names.QUEUE
 #: Said once per call when waiting in line has to retry on the client.
 UNFAIR = ("The server does not offer waiting in line (no queue "
           "extension): retrying on 'no available nodes' until the time "

@@ -26,12 +26,12 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from baremetal_allocclient import exceptions, leases
-from baremetal_allocclient.constraints import Constraints
-from baremetal_allocclient.v1 import budget, queueing, waiting
+from baremetal_allocclient.v1 import budget, interrupts, queueing, waiting
 from baremetal_allocclient.v1.resources import Allocation
 
 if TYPE_CHECKING:
-    from baremetal_allocclient.v1.client import Client
+    from baremetal_allocclient.constraints import Constraints
+    from baremetal_allocclient.v1.protocol import AllocationClient
 
 LOG = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ class Reservation:
 
     def __init__(
         self,
-        client: Client,
+        client: AllocationClient,
         request: Request,
         deadline: budget.Deadline,
         on_progress: waiting.ProgressCallback | None = None,
@@ -311,3 +311,31 @@ class Reservation:
         return self.client.delete_allocation(
             uuid, ignore_missing=True, deadline=deadline
         )
+
+
+def allocate(
+    client: AllocationClient, request: Request, *,
+    timeout: float | None = waiting.DEFAULT_TIMEOUT,
+    on_progress: waiting.ProgressCallback | None = None,
+    queue: bool = False,
+) -> Allocation:
+    """The work of :meth:`Client.allocate` (see there): one allocation
+    made ``active``, or nothing left behind."""
+    deadline = client.deadline(timeout)
+    with budget.bounded(deadline), interrupts.sigterm_raises():
+        in_line = (queue and request.node is None
+                   and client.supports_queue())
+        run = Reservation(client, request, deadline, on_progress,
+                          queue=in_line)
+        try:
+            return run.settle_one(retry_capacity=queue and not in_line)
+        except BaseException as exc:
+            report = run.release()
+            for ident, reason in report.failed:
+                LOG.warning(
+                    "Could not delete allocation %s after a failed "
+                    "allocate(): %s", ident, reason,
+                )
+            if isinstance(exc, exceptions.Terminated):
+                interrupts.finish_termination(exc)
+            raise

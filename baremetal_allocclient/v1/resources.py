@@ -16,7 +16,7 @@ import types
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
 
-from baremetal_allocclient import exceptions
+from baremetal_allocclient import base_errors
 
 Parser = Callable[[Any], Any]
 
@@ -131,7 +131,7 @@ class _Resource:
                 wrong type.
         """
         if not isinstance(data, Mapping):
-            raise exceptions.InvalidResponse(
+            raise base_errors.InvalidResponse(
                 f"Expected a {cls.RESOURCE} object, got "
                 f"{type(data).__name__}"
             )
@@ -143,7 +143,7 @@ class _Resource:
             try:
                 values[spec.name] = spec.parser(raw)
             except (TypeError, ValueError) as exc:
-                raise exceptions.InvalidResponse(
+                raise base_errors.InvalidResponse(
                     f"Invalid {cls.RESOURCE} field {spec.wire!r} "
                     f"in server response: {exc}"
                 ) from exc
@@ -221,7 +221,7 @@ class Allocation(_Resource):
         """Identifier to address it by (the UUID if known, else the name)."""
         ident = self.uuid or self.name
         if ident is None:
-            raise exceptions.InvalidArgument(
+            raise base_errors.InvalidArgument(
                 "This allocation has neither uuid nor name (was it read "
                 "with fields= excluding both?)"
             )
@@ -299,11 +299,11 @@ def validate_fields(
         fields = [part for part in fields.split(",") if part]
     names = tuple(dict.fromkeys(name.strip() for name in fields))
     if not names:
-        raise exceptions.InvalidArgument("fields= must name at least one")
+        raise base_errors.InvalidArgument("fields= must name at least one")
     valid = resource.wire_names()
     unknown = [name for name in names if name not in valid]
     if unknown:
-        raise exceptions.InvalidArgument(
+        raise base_errors.InvalidArgument(
             f"Unknown {resource.RESOURCE} field(s): {', '.join(unknown)}; "
             f"valid fields: {', '.join(sorted(valid))}"
         )

@@ -139,3 +139,27 @@ def funnel_from_document(selection: constraints.Selection,
             "funnel": list(doc["funnel"]),
             "candidates": doc.get("candidates"),
             "first_empty": doc.get("first_empty")}
+
+
+def selection_of(body: Mapping[str, Any],
+                 wanted: constraints.Constraints) -> constraints.Selection:
+    """The selection an allocation body (or an explain request) asks
+    for, with ``wanted`` (pure)."""
+    return constraints.Selection(
+        resource_class=str(body.get("resource_class") or ""),
+        traits=tuple(body.get("traits") or ()),
+        candidate_nodes=tuple(body.get("candidate_nodes") or ()),
+        owner=body.get("owner"), constraints=wanted)
+
+
+def prefilter(tp: transport.Transport,
+              selection: constraints.Selection) -> Plan:
+    """Client-side selection: one narrow paged listing; only when
+    nothing survives, a second listing of the whole resource class
+    to say why."""
+    narrow = list(iter_nodes(tp, list_filters(selection, True)))
+    try:
+        return plan(selection, narrow)
+    except exceptions.NoMatchingNodes:
+        broad = list(iter_nodes(tp, list_filters(selection, False)))
+        return plan(selection, broad)

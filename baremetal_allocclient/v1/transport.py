@@ -31,14 +31,14 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Mapping
-from typing import Any
-
-import requests
-from keystoneauth1 import adapter as ks_adapter
-from keystoneauth1 import exceptions as ks_exc
+from typing import TYPE_CHECKING, Any
 
 from baremetal_allocclient import exceptions
 from baremetal_allocclient.v1 import budget, retries, versions
+
+if TYPE_CHECKING:
+    import requests
+    from keystoneauth1 import adapter as ks_adapter
 
 LOG = logging.getLogger(__name__)
 
@@ -90,6 +90,8 @@ def _from_keystoneauth(
     else (missing auth options, no endpoint in the catalog) is a
     configuration problem.
     """
+    from keystoneauth1 import exceptions as ks_exc
+
     if isinstance(error, ks_exc.HttpError):
         status = int(error.http_status or 0)
         cls = exceptions.error_class(status)
@@ -149,6 +151,9 @@ class Transport:
     def root(self) -> str:
         """The API root URL (without ``/v1``), resolved once."""
         if self._root is None:
+            # keystoneauth1 is loaded already: it made the adapter.
+            from keystoneauth1 import exceptions as ks_exc
+
             try:
                 endpoint = self.adapter.get_endpoint()
             except ks_exc.ConnectionError as exc:
@@ -392,6 +397,8 @@ class Transport:
         if json is not None:
             kwargs["json"] = json
         delays = self.retry_policy.delays()
+        from keystoneauth1 import exceptions as ks_exc
+
         while True:
             try:
                 response = self._send_once(method, url, attempt, kwargs)
@@ -442,6 +449,8 @@ class Transport:
         if timeout is not None:
             kwargs["timeout"] = timeout
         attempt.count += 1
+        from keystoneauth1 import exceptions as ks_exc
+
         try:
             if deadline.remaining() is None:
                 response: requests.Response = self.adapter.request(

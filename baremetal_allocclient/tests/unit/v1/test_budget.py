@@ -10,11 +10,16 @@ import testtools
 
 from baremetal_allocclient import exceptions
 from baremetal_allocclient.tests.unit.v1 import fakes
-from baremetal_allocclient.tests.unit.v1.test_client import (
+from baremetal_allocclient.tests.unit.v1.client_case import (
     ALLOCS,
     ClientTestCase,
 )
-from baremetal_allocclient.v1 import Allocation, budget, interrupts
+from baremetal_allocclient.v1 import (
+    Allocation,
+    allocations,
+    budget,
+    interrupts,
+)
 
 RESET = requests.exceptions.ConnectionError(
     "('Connection aborted.', ConnectionResetError(104, "
@@ -88,7 +93,7 @@ class TransportBudgetTest(ClientTestCase):
         self.mock.get(ALLOCS + "/a1", status_code=503)
         deadline = self.client.deadline(0.6)
         self.assertRaises(exceptions.ServiceUnavailable,
-                          self.client._get, "a1", deadline)
+                          allocations.get, self.client, "a1", deadline)
         # 0.25 fits, 0.5 would not: two attempts, never past the budget.
         self.assertEqual(2, len(self.history))
         self.assertEqual([0.25], self.clock.sleeps)

@@ -11,7 +11,7 @@ import testtools
 
 from baremetal_allocclient import exceptions
 from baremetal_allocclient.tests.unit.v1 import fakes
-from baremetal_allocclient.tests.unit.v1.test_client import (
+from baremetal_allocclient.tests.unit.v1.client_case import (
     ALLOCS,
     ClientTestCase,
     E,

@@ -14,7 +14,7 @@ from baremetal_allocclient.constraints import (
     property_constraint,
 )
 from baremetal_allocclient.tests.unit.v1 import fakes
-from baremetal_allocclient.tests.unit.v1.test_client import (
+from baremetal_allocclient.tests.unit.v1.client_case import (
     ALLOCS,
     ClientTestCase,
     E,
