@@ -5,7 +5,8 @@ runs under :mod:`benchmarks.profiled_serve` (every thread under cProfile,
 timed by its thread's CPU clock) twice: once serving only ``Prefer: wait``
 creates, once only ``GET`` of one allocation.  For each, the CPU is
 summed by where the code lives (SQLAlchemy, waitress, the server's own
-packages, the driver...; self time) and the functions with the most
+packages, the driver...; self time, a built-in's charged to its callers)
+and the functions with the most
 self and cumulative time are listed.  Results go to
 ``benchmarks/results/floor-profile.json`` (``--output``).
 """
@@ -61,7 +62,7 @@ def group_of(filename: str, name: str) -> str:
         if needle in text:
             return group
     if filename == "~":
-        return "other built-ins"
+        return "built-ins"
     return "other Python: " + os.path.basename(filename)
 
 
@@ -75,31 +76,45 @@ def _label(func: tuple[str, int, str]) -> str:
 
 def _stats(path: str) -> dict[Any, Any]:
     """The profile at ``path`` less the one at ``path`` + ``.warm`` (the
-    warm-up), callers left out."""
+    warm-up); the callers are those of the whole run."""
     stats: Any = pstats.Stats(path).stats  # type: ignore[attr-defined]
     warm: Any = {}
     if os.path.exists(path + profiled_serve.WARM_SUFFIX):
         warm = pstats.Stats(  # type: ignore[attr-defined]
             path + profiled_serve.WARM_SUFFIX).stats
     result: dict[Any, Any] = {}
-    for func, (cc, nc, tt, ct, _callers) in stats.items():
+    for func, (cc, nc, tt, ct, callers) in stats.items():
         wcc, wnc, wtt, wct, _ = warm.get(func, (0, 0, 0.0, 0.0, {}))
         if nc > wnc or tt > wtt:
-            result[func] = (cc - wcc, nc - wnc, tt - wtt, ct - wct, {})
+            result[func] = (cc - wcc, nc - wnc, tt - wtt, ct - wct, callers)
     return result
+
+
+def _groups(stats: dict[Any, Any]) -> dict[str, float]:
+    """Self time by group; a built-in's (other than the drivers') is
+    charged to its callers' groups, in proportion to the time it spent
+    for each, so that ``dict.get`` called by SQLAlchemy counts there."""
+    groups: dict[str, float] = {}
+    for (filename, _line, name), (_cc, _nc, tottime, _ct, callers) \
+            in stats.items():
+        shares: dict[str, float] = {}
+        if group_of(filename, name) == "built-ins" and callers:
+            spent = sum(row[2] for row in callers.values()) or 1.0
+            for (caller_file, _l, caller), row in callers.items():
+                group = group_of(caller_file, caller)
+                shares[group] = shares.get(group, 0.0) + row[2] / spent
+        for group, share in (shares or {group_of(filename, name): 1.0}
+                             ).items():
+            groups[group] = groups.get(group, 0.0) + tottime * share
+    return groups
 
 
 def summarise(path: str, requests: int) -> dict[str, Any]:
     """Self CPU by group, and the top functions, in ms per request."""
     stats = _stats(path)
     per = 1000.0 / requests
-    groups: dict[str, float] = {}
-    total = 0.0
-    for (filename, _line, name), (_cc, _nc, tottime, _ct, _callers) \
-            in stats.items():
-        group = group_of(filename, name)
-        groups[group] = groups.get(group, 0.0) + tottime
-        total += tottime
+    groups = _groups(stats)
+    total = sum(groups.values())
 
     def top(index: int) -> list[list[Any]]:
         ranked = sorted(stats.items(), key=lambda item: -item[1][index])
@@ -129,11 +144,12 @@ def warmed_up(pid: int, out: str) -> None:
 
 
 def profiled(db: str, workdir: str, phase: str,
-             drive: Callable[[floor.Client, Callable[[], None]], int]
-             ) -> dict[str, Any]:
+             drive: Callable[[floor.Client, Callable[[], None]], int],
+             keep: str | None = None) -> dict[str, Any]:
     """Run the profiled server on ``db`` while ``drive`` sends requests
     (it returns how many were measured, and calls its second argument
-    after its warm-up); the summary of the profile."""
+    after its warm-up); the summary of the profile, whose files are
+    copied into the directory ``keep`` if given."""
     out = os.path.join(workdir, f"{phase}.pstats")
     os.environ[profiled_serve.OUT_ENV] = out
     script = os.path.join(floor.HERE, "profiled_serve.py")
@@ -151,6 +167,11 @@ def profiled(db: str, workdir: str, phase: str,
                       lambda: warmed_up(target.pid, out))
     finally:
         target.stop()
+    if keep:
+        os.makedirs(keep, exist_ok=True)
+        for suffix in ("", profiled_serve.WARM_SUFFIX):
+            shutil.copyfile(out + suffix,
+                            os.path.join(keep, f"{phase}.pstats{suffix}"))
     return summarise(out, count)
 
 
@@ -178,8 +199,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 client.get(uuids[index % len(uuids)])
             return gets
 
-        result = {"create": profiled(db, workdir, "create", create),
-                  "poll": profiled(db, workdir, "poll", poll)}
+        result = {"create": profiled(db, workdir, "create", create,
+                                     args.pstats_dir),
+                  "poll": profiled(db, workdir, "poll", poll,
+                                   args.pstats_dir)}
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     for phase, summary in result.items():
@@ -209,6 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gets", type=int, default=1000)
     parser.add_argument("--output", default=os.path.join(
         floor.RESULTS, "floor-profile.json"))
+    parser.add_argument("--pstats-dir", help="keep the profiles (pstats "
+                        "files, the .warm ones to subtract) there")
     args = parser.parse_args(argv)
     load_start = os.getloadavg()
     result = run(args)
