@@ -282,10 +282,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         f"{WARMUP})")
     parser.add_argument("--gets", type=int, default=500)
     parser.add_argument("--lists", type=int, default=10)
-    parser.add_argument("--list-size", type=int, default=1000)
+    parser.add_argument("--list-size", type=int, default=1000,
+                        help="at most the allocations made (with the "
+                        "warm-up's)")
     parser.add_argument("--output", default=os.path.join(RESULTS,
                                                          "floor.json"))
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    args.list_size = min(args.list_size, args.allocations + WARMUP)
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
