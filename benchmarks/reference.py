@@ -83,14 +83,17 @@ def start(db: str, name: str = "bench", workers: int | None = None,
 
 
 @contextlib.contextmanager
-def postgresql_database(admin_url: str | None = None) -> Iterator[str]:
-    """A new, empty PostgreSQL database, dropped afterwards."""
+def postgresql_database(admin_url: str | None = None,
+                        template: str | None = None) -> Iterator[str]:
+    """A new PostgreSQL database, dropped afterwards: empty, or a copy of
+    the database at URL ``template`` (which nobody may be connected to)."""
     admin = admin_url or os.environ.get(PG_URL_ENV) or DEFAULT_PG_ADMIN_URL
     base, _, _ = admin.rpartition("/")
     name = "bench_alloc_" + uuid.uuid4().hex[:10]
+    copy = f' TEMPLATE "{template.rpartition("/")[2]}"' if template else ""
     engine = create_engine(admin, isolation_level="AUTOCOMMIT")
     with engine.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
+        conn.execute(text(f'CREATE DATABASE "{name}"{copy}'))
     try:
         yield f"{base}/{name}"
     finally:

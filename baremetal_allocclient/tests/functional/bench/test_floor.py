@@ -1,0 +1,85 @@
+"""``python -m benchmarks.floor`` and ``benchmarks.floor_profile`` keep
+working: a tiny run of the first prints its table (a row per request
+type, every figure above zero) and writes its JSON; one of the second
+profiles the create and the poll handlers."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__))))))
+POSTGRESQL_ENV = "BAREMETAL_ALLOC_TEST_POSTGRESQL_URL"
+LABELS = ("create, Prefer: wait", "GET one (a poll)", "list of 10")
+#: body B, server CPU ms, floor HTTP ms, floor SQL ms, ratio
+ROW = re.compile(r"^(\w+)\s+(.+?)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+"
+                 r"([\d.]+)\s+([\d.]+)x$")
+
+
+def run_benchmark(case: unittest.TestCase, module: str, *args: str
+                  ) -> tuple[str, str]:
+    """Run ``python -m module args --output F``; its stdout and F."""
+    if not os.path.isfile(os.path.join(REPO, "benchmarks", "floor.py")):
+        case.skipTest("no benchmarks/ beside the package")
+    workdir = tempfile.mkdtemp(prefix="floor-test-")
+    case.addCleanup(shutil.rmtree, workdir, True)
+    output = os.path.join(workdir, "result.json")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [REPO, os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run(
+        [sys.executable, "-m", module, *args, "--output", output],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
+        check=False)
+    case.assertEqual(0, proc.returncode, proc.stderr[-3000:])
+    return proc.stdout, output
+
+
+class FloorBenchmarkTest(unittest.TestCase):
+
+    def run_floor(self, db: str) -> None:
+        stdout, output = run_benchmark(
+            self, "benchmarks.floor", "--db", db, "--allocations", "10",
+            "--gets", "20", "--lists", "3", "--list-size", "10")
+        rows = [match.groups() for line in stdout.splitlines()
+                if (match := ROW.match(line))]
+        self.assertEqual([(db, label) for label in LABELS],
+                         [row[:2] for row in rows], stdout)
+        for row in rows:
+            self.assertTrue(all(float(x) > 0 for x in row[2:]), row)
+        self.assertIn("load average (1, 5, 15 min): start", stdout)
+        with open(output) as stream:
+            result = json.load(stream)["results"][db]
+        self.assertEqual({"create", "get", "list"},
+                         set(result["server_cpu_ms"]))
+        self.assertGreater(result["body_bytes"]["list"],
+                           result["body_bytes"]["get"])
+
+    def test_sqlite(self) -> None:
+        self.run_floor("sqlite")
+
+    def test_postgresql(self) -> None:
+        if not os.environ.get(POSTGRESQL_ENV):
+            self.skipTest(f"{POSTGRESQL_ENV} is not set")
+        self.run_floor("postgresql")
+
+    def test_profile(self) -> None:
+        stdout, output = run_benchmark(
+            self, "benchmarks.floor_profile", "--allocations", "5",
+            "--gets", "20")
+        self.assertIn("profile of create (5 requests", stdout)
+        self.assertIn("profile of poll (20 requests", stdout)
+        with open(output) as stream:
+            result = json.load(stream)
+        for phase, handler in (("create", "create_allocation"),
+                               ("poll", "get_allocation")):
+            self.assertGreater(result[phase]["by_group_ms"]["SQLAlchemy"],
+                               0)
+            self.assertIn(handler, " ".join(
+                row[0] for row in result[phase]["top_cumulative"]))

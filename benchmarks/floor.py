@@ -1,0 +1,316 @@
+"""Server CPU per request against its floor: bare HTTP plus bare SQL.
+
+A benchmark, not a test.  For each database (``--db sqlite postgresql``),
+in one run:
+
+* **the server**: ``baremetal-alloc-server serve`` on a fresh fleet of
+  ``--allocations`` + a warm-up's nodes (enrolled with ``enroll``), driven
+  by one sequential ``requests`` client: ``--allocations`` creates with
+  ``Prefer: wait`` (each must answer ``active``), ``--gets`` ``GET`` of one
+  allocation (a poll) and ``--lists`` lists of ``--list-size``
+  allocations.  Its figure is the CPU time (user + system) the server
+  process used during each phase, divided by the requests of the phase;
+* **the HTTP floor**: the same ``serve`` command whose WSGI application
+  is replaced by a hello world answering a body of the same size as the
+  server's answer (:mod:`benchmarks.hello_serve`), so the same front end
+  with the same settings, measured the same way with the same client and
+  the same requests;
+* **the SQL floor**: the statements each request needs, run with the
+  database's own driver on a copy of the server's database as enrolled
+  (:mod:`benchmarks.floor_sql`), CPU time per operation in this process.
+
+The table gives, per request, the server's CPU, both floors and the ratio
+server / (HTTP + SQL); the load average is printed at the start and end.
+:mod:`benchmarks.floor_profile` profiles the server during creates and
+during polls.
+
+Usage (from the repository root)::
+
+    .venv/bin/python -m benchmarks.floor            # both databases, ~3 min
+    .venv/bin/python -m benchmarks.floor --db sqlite --allocations 300
+
+PostgreSQL comes from ``BAREMETAL_ALLOC_TEST_POSTGRESQL_URL`` (an
+administrative URL; see :mod:`benchmarks.reference`).  Results go to
+``benchmarks/results/floor.json`` (``--output``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import requests
+
+from baremetal_allocclient.tests.functional import targets
+from benchmarks import floor_sql, hello_serve, load, reference
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RESULTS = os.path.join(HERE, "results")
+RC = "bench"
+WARMUP = 20  # requests of each kind before measuring (imports, caches)
+SETTLE = 0.1  # seconds for the server to finish the last answer
+PREFER_WAIT = 10
+KINDS = ("create", "get", "list")
+LABELS = {"create": "create, Prefer: wait", "get": "GET one (a poll)",
+          "list": "list of {size}"}
+
+
+def log(message: str) -> None:
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%H:%M:%S")
+    print(f"[{stamp}] {message}", file=sys.stderr, flush=True)
+
+
+def _scheduler_ns(pid: int) -> int:
+    """Nanoseconds the live threads of ``pid`` ran (0 without schedstat)."""
+    total = 0
+    with contextlib.suppress(OSError):
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(FileNotFoundError), \
+                    open(f"/proc/{pid}/task/{task}/schedstat") as stat:
+                total += int(stat.read().split()[0])
+    return total
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) process ``pid`` used so far: the sum of
+    its threads' ``schedstat`` (nanoseconds; a thread that ended is no
+    longer counted, and the server's threads live as long as it does),
+    or, without it, its ``utime`` + ``stime`` in clock ticks."""
+    nanoseconds = _scheduler_ns(pid)
+    if nanoseconds:
+        return nanoseconds / 1e9
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Client:
+    """One keep-alive ``requests`` session; the same for server and floor."""
+
+    def __init__(self, endpoint: str, expect_active: bool) -> None:
+        self.endpoint = endpoint
+        self.expect_active = expect_active
+        self.session = requests.Session()
+        self.session.headers.update(load.HEADERS)
+        self.sizes: dict[str, int] = {}
+
+    def _check(self, kind: str, response: requests.Response,
+               status: int) -> requests.Response:
+        if response.status_code != status:
+            raise RuntimeError(f"{kind}: HTTP {response.status_code}: "
+                               f"{response.text[:500]}")
+        self.sizes[kind] = len(response.content)
+        return response
+
+    def create(self) -> str:
+        """POST an allocation with ``Prefer: wait``; its UUID."""
+        response = self._check("create", self.session.post(
+            self.endpoint + "/v1/allocations", json={"resource_class": RC},
+            headers={"Prefer": f"wait={PREFER_WAIT}"}, timeout=60), 201)
+        if not self.expect_active:
+            return ""
+        body = response.json()
+        if body["state"] != "active":
+            raise RuntimeError(f"create: {body['state']}: "
+                               f"{body.get('last_error')}")
+        return str(body["uuid"])
+
+    def get(self, allocation_uuid: str) -> None:
+        self._check("get", self.session.get(
+            f"{self.endpoint}/v1/allocations/{allocation_uuid}",
+            timeout=60), 200)
+
+    def list(self, limit: int) -> None:
+        self._check("list", self.session.get(
+            f"{self.endpoint}/v1/allocations?limit={limit}", timeout=60), 200)
+
+
+def per_request_ms(pid: int, count: int, send: Callable[[int], object]
+                   ) -> float:
+    """CPU ms process ``pid`` used per call of ``send(i)``, ``count`` calls."""
+    before = cpu_seconds(pid)
+    for index in range(count):
+        send(index)
+    time.sleep(SETTLE)
+    return (cpu_seconds(pid) - before) * 1000.0 / count
+
+
+def drive(pid: int, client: Client, args: argparse.Namespace,
+          uuids: list[str]) -> dict[str, float]:
+    """Warm up, then measure creates, gets and lists; fills ``uuids``
+    (the created allocations) when the target is the server."""
+    for _ in range(WARMUP):
+        uuids.append(client.create())
+    client.get(uuids[0])
+    client.list(args.list_size)
+    made: list[str] = []
+    result = {"create": per_request_ms(
+        pid, args.allocations, lambda _i: made.append(client.create()))}
+    uuids += made
+    result["get"] = per_request_ms(
+        pid, args.gets, lambda i: client.get(uuids[i % len(uuids)]))
+    result["list"] = per_request_ms(
+        pid, args.lists, lambda _i: client.list(args.list_size))
+    return result
+
+
+def hello_command(db: str) -> Callable[[int], list[str]]:
+    script = os.path.join(HERE, "hello_serve.py")
+
+    def command(port: int) -> list[str]:
+        return [sys.executable, script, "--log-level", "WARNING", "serve",
+                "--host", "127.0.0.1", "--port", str(port), "--db", db]
+
+    return command
+
+
+def measure_server(db: str, args: argparse.Namespace
+                   ) -> tuple[dict[str, float], dict[str, int], list[str]]:
+    """The server's CPU per request, its answers' sizes, the UUIDs."""
+    target = reference.start(db)
+    try:
+        client = Client(target.endpoint, expect_active=True)
+        uuids: list[str] = []
+        return drive(target.pid, client, args, uuids), client.sizes, uuids
+    finally:
+        target.stop()
+
+
+def measure_hello(db: str, sizes: dict[str, int], uuids: list[str],
+                  args: argparse.Namespace) -> dict[str, float]:
+    """The hello world's CPU per request, answers of ``sizes``."""
+    os.environ[hello_serve.SIZES_ENV] = ",".join(
+        f"{kind}={size}" for kind, size in sizes.items())
+    target = targets.serve_process(
+        "hello", tempfile.mkdtemp(prefix="bench-hello-"), hello_command(db),
+        "hello.log", lambda: "")
+    try:
+        client = Client(target.endpoint, expect_active=False)
+        result = drive(target.pid, client, args, list(uuids))
+        if client.sizes != sizes:
+            raise RuntimeError(f"hello world answered {client.sizes}, "
+                               f"not {sizes}")
+        return result
+    finally:
+        target.stop()
+
+
+@contextlib.contextmanager
+def databases(kind: str, workdir: str, nodes: int
+              ) -> Iterator[tuple[str, str]]:
+    """Two databases of ``kind`` made by the migrations with the same
+    ``nodes`` enrolled (once, then copied): the server's and the SQL
+    floor's."""
+    if kind == "sqlite":
+        server_db, floor_db = (f"sqlite:///{workdir}/{name}.sqlite"
+                               for name in ("server", "floor"))
+        enrolled(server_db, nodes, workdir)
+        for suffix in ("", "-wal"):  # the log, if not checkpointed
+            with contextlib.suppress(FileNotFoundError):
+                shutil.copyfile(f"{workdir}/server.sqlite{suffix}",
+                                f"{workdir}/floor.sqlite{suffix}")
+        yield server_db, floor_db
+        return
+    with reference.postgresql_database() as server_db:
+        enrolled(server_db, nodes, workdir)
+        with reference.postgresql_database(template=server_db) as floor_db:
+            yield server_db, floor_db
+
+
+def enrolled(db: str, nodes: int, workdir: str) -> None:
+    """Migrate the empty database ``db`` and enroll ``nodes`` nodes."""
+    log(f"{db.split(':', 1)[0]}: enrolling {nodes} nodes")
+    reference.server("db", "upgrade", "--db", db)
+    reference.enroll(db, nodes, RC, workdir)
+
+
+def measure_database(kind: str, args: argparse.Namespace) -> dict[str, Any]:
+    """Server, HTTP floor and SQL floor on one kind of database."""
+    workdir = tempfile.mkdtemp(prefix="baremetal-alloc-floor-")
+    nodes = args.allocations + WARMUP
+    try:
+        with databases(kind, workdir, nodes) as (server_db, floor_db):
+            load_start = os.getloadavg()
+            log(f"{kind}: the server")
+            server, sizes, uuids = measure_server(server_db, args)
+            log(f"{kind}: the HTTP floor")
+            hello = measure_hello(server_db, sizes, uuids, args)
+            log(f"{kind}: the SQL floor")
+            sql = floor_sql.measure(floor_db, RC, nodes, args.gets,
+                                    args.lists, args.list_size)
+            return {"server_cpu_ms": server, "http_floor_ms": hello,
+                    "sql_floor_ms": sql, "body_bytes": sizes,
+                    "load_average": [list(load_start),
+                                     list(os.getloadavg())]}
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def table(results: dict[str, dict[str, Any]], list_size: int) -> list[str]:
+    """One row per database and request."""
+    lines = [f"{'database':10}  {'request':22}  {'body B':>7}  "
+             f"{'server CPU ms':>13}  {'floor HTTP ms':>13}  "
+             f"{'floor SQL ms':>12}  {'ratio':>6}"]
+    for kind, result in results.items():
+        for request in KINDS:
+            server = result["server_cpu_ms"][request]
+            http = result["http_floor_ms"][request]
+            sql = result["sql_floor_ms"][request]
+            label = LABELS[request].format(size=f"{list_size:,}")
+            lines.append(
+                f"{kind:10}  {label:22}  {result['body_bytes'][request]:>7}  "
+                f"{server:>13.2f}  {http:>13.2f}  {sql:>12.2f}  "
+                f"{server / (http + sql):>5.1f}x")
+    return lines
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--db", nargs="+", default=["sqlite", "postgresql"],
+                        choices=["sqlite", "postgresql"])
+    parser.add_argument("--allocations", type=int, default=1000,
+                        help=f"creates measured (as many nodes, plus "
+                        f"{WARMUP})")
+    parser.add_argument("--gets", type=int, default=500)
+    parser.add_argument("--lists", type=int, default=10)
+    parser.add_argument("--list-size", type=int, default=1000,
+                        help="at most the allocations made (with the "
+                        "warm-up's)")
+    parser.add_argument("--output", default=os.path.join(RESULTS,
+                                                         "floor.json"))
+    args = parser.parse_args(argv)
+    args.list_size = min(args.list_size, args.allocations + WARMUP)
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    started = datetime.datetime.now(datetime.timezone.utc)
+    load_start = os.getloadavg()
+    results = {kind: measure_database(kind, args) for kind in args.db}
+    load_end = os.getloadavg()
+    for line in table(results, args.list_size):
+        print(line)
+    print("load average (1, 5, 15 min): start "
+          + " ".join(f"{x:.2f}" for x in load_start) + ", end "
+          + " ".join(f"{x:.2f}" for x in load_end), flush=True)
+    output: dict[str, Any] = {
+        "started": started.isoformat(timespec="seconds"),
+        "arguments": vars(args), "results": results}
+    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
+    with open(args.output, "w") as stream:
+        json.dump(output, stream, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
