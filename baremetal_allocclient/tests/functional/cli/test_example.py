@@ -10,9 +10,9 @@ from typing import Any, ClassVar
 
 import testtools
 
+from baremetal_allocclient.tests.fixtures import launcher
 from baremetal_allocclient.tests.functional import targets
 from baremetal_allocclient.tests.functional.cli import clirunner
-from baremetal_allocclient.tests.functional.server import _server
 
 SCRIPT = os.path.join(
     os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -109,7 +109,7 @@ class TestReserveNodeInterrupted(testtools.TestCase):
 
     def setUp(self) -> None:
         super().setUp()
-        self.server = _server.ServerProcess()
+        self.server = launcher.ServerProcess()
         self.addCleanup(self.server.cleanup)
         self.server.upgrade()
         self.server.start("--allocation-delay", "20")

@@ -38,11 +38,11 @@ import yaml
 from hypothesis import HealthCheck, settings
 from schemathesis import GenerationMode
 
-from baremetal_allocclient.tests.functional.multiprocess import _databases
-from baremetal_allocclient.tests.functional.server._server import (
+from baremetal_allocclient.tests.fixtures.launcher import (
     ServerProcess,
     run_cli,
 )
+from baremetal_allocclient.tests.functional.multiprocess import _databases
 
 EXAMPLES = int(os.environ.get("BAREMETAL_ALLOC_SCHEMATHESIS_EXAMPLES", "15"))
 SCENARIOS = int(os.environ.get("BAREMETAL_ALLOC_SCHEMATHESIS_SCENARIOS",

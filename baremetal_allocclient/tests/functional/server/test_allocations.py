@@ -8,7 +8,7 @@ from typing import Any
 
 import testtools
 
-from baremetal_allocclient.tests.functional.server._server import ServerProcess
+from baremetal_allocclient.tests.fixtures.launcher import ServerProcess
 
 
 def _rc() -> str:

@@ -9,7 +9,7 @@ from typing import Any
 import requests
 import testtools
 
-from baremetal_allocclient.tests.functional.server._server import ServerProcess
+from baremetal_allocclient.tests.fixtures.launcher import ServerProcess
 
 _HEADERS = {
     "X-OpenStack-Ironic-API-Version": "latest",

@@ -12,11 +12,11 @@ from typing import Any, ClassVar
 import requests
 import testtools
 
-from baremetal_allocclient.tests.functional.multiprocess import _databases
-from baremetal_allocclient.tests.functional.server._server import (
+from baremetal_allocclient.tests.fixtures.launcher import (
     ServerProcess,
     run_cli,
 )
+from baremetal_allocclient.tests.functional.multiprocess import _databases
 
 NODES = 20
 CLIENTS = 30

@@ -17,7 +17,7 @@ from baremetal_allocclient.constraints import (
     Op,
     property_constraint,
 )
-from baremetal_allocclient.tests.functional.server._server import (
+from baremetal_allocclient.tests.fixtures.launcher import (
     ServerProcess,
     run_cli,
 )

@@ -16,7 +16,7 @@ import time
 import requests
 import testtools
 
-from baremetal_allocclient.tests.functional.server._server import ServerProcess
+from baremetal_allocclient.tests.fixtures.launcher import ServerProcess
 
 THREADS = 8
 BURST = 24  # three times the request threads

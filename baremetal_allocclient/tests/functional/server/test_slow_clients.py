@@ -20,7 +20,7 @@ import time
 import requests
 import testtools
 
-from baremetal_allocclient.tests.functional.server._server import ServerProcess
+from baremetal_allocclient.tests.fixtures.launcher import ServerProcess
 
 SLOW = 200  # slow connections, over three times the default 64 threads
 DRIP = 2.0  # seconds between two header lines of a slow client
