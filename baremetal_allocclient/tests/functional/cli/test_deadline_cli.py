@@ -18,6 +18,7 @@ from typing import Any
 import testtools
 
 from baremetal_allocclient.tests.fixtures import launcher
+from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
 from baremetal_allocclient.tests.functional import counting_proxy
 from baremetal_allocclient.tests.functional.cli import clirunner
 from baremetal_allocclient.tests.functional.frozen_server import (
@@ -122,13 +123,12 @@ class TestFrozenAfterDiscovery(TestFrozenServer):
     offers every extension), then nothing: each create's outcome is
     unknown, so each is reported as possibly left."""
 
-    reference: launcher.ServerProcess
+    reference: InProcessServer
 
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        cls.reference = launcher.ServerProcess()
-        cls.reference.upgrade()
+        cls.reference = InProcessServer()
         cls.reference.start()
         cls.upstream = cls.reference.endpoint
 
@@ -159,8 +159,7 @@ class TestNothingLeft(testtools.TestCase):
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        cls.reference = launcher.ServerProcess()
-        cls.reference.upgrade()
+        cls.reference = InProcessServer()
         cls.reference.start()
         cls.reference.make_nodes(1, "rc-cli-left")
 

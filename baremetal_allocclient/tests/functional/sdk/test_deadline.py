@@ -23,6 +23,7 @@ import testtools
 
 from baremetal_allocclient import constraints, exceptions
 from baremetal_allocclient.tests.fixtures import launcher
+from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
 from baremetal_allocclient.tests.functional import counting_proxy
 from baremetal_allocclient.tests.functional.frozen_server import (
     DISCOVERY,
@@ -125,8 +126,7 @@ class TestFrozenAfterDiscovery(DeadlineCase):
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        cls.reference = launcher.ServerProcess()
-        cls.reference.upgrade()
+        cls.reference = InProcessServer()
         cls.reference.start()
 
     @classmethod
@@ -182,8 +182,7 @@ class TestNothingLeft(DeadlineCase):
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        cls.reference = launcher.ServerProcess()
-        cls.reference.upgrade()
+        cls.reference = InProcessServer()
         cls.reference.start()
         cls.nodes = cls.reference.make_nodes(1, "rc-left")
 
