@@ -23,7 +23,7 @@ from typing import Any
 
 import testtools
 
-from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
+from baremetal_allocclient.tests.fixtures import launcher
 from baremetal_allocclient.tests.functional import targets
 from baremetal_allocclient.tests.functional.cli import _wire, clirunner
 from baremetal_allocclient.tests.functional.multiprocess import _cluster
@@ -139,12 +139,15 @@ class ReferencePromises(PromisesBase):
     keys jobs by a row id that SQLite may hand out again).
     """
 
-    server: InProcessServer
+    server: launcher.ServerProcess
 
     def setUp(self) -> None:
         super().setUp()
-        self.server = InProcessServer()
+        # A process of its own: the time budgets measured here must not
+        # share this process's interpreter with the proxies and clients.
+        self.server = launcher.ServerProcess()
         self.addCleanup(self.server.cleanup)
+        self.server.upgrade()
         self.server.start("--allocation-delay", SLOW)
         self.upstream_port = self.server.port
 
