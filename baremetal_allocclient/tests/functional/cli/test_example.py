@@ -80,7 +80,7 @@ class ReserveNodeExample:
     def test_sigterm_while_the_command_runs_releases(self) -> None:
         # sh runs its TERM trap when the foreground command ends; a command
         # that ended by itself would exit 0, not 143.
-        proc = start_script(self.target.endpoint, self.rc, "sleep", "5")
+        proc = start_script(self.target.endpoint, self.rc, "sleep", "10")
         assert proc.stderr is not None
         line = proc.stderr.readline()
         self.assertIn("reserved node", line)
