@@ -13,11 +13,8 @@ from types import FrameType
 
 from baremetal_allocclient.server import config, options, security
 from baremetal_allocclient.server.backends import options as backend_options
-from baremetal_allocclient.server.frontend import options as frontend_options
 
 LOG = logging.getLogger("baremetal_allocclient.server")
-LISTEN_BACKLOG = 1024
-RESUME_RETRY = 5  # seconds between resume attempts while the DB is down
 
 
 def default_db_url() -> str:
@@ -174,99 +171,30 @@ def _enroll_notes(parsed: object) -> list[str]:
 def _serve(db: object, args: argparse.Namespace) -> int:
     from sqlalchemy.exc import DBAPIError
 
-    from baremetal_allocclient.server.api.context import Services
-    from baremetal_allocclient.server.api.prefer import (
-        WaitPermits,
-        waiting_capacity,
-    )
-    from baremetal_allocclient.server.app import MAX_BODY, Application
-    from baremetal_allocclient.server.conductor.fake_hardware import (
-        FakeHardware,
-    )
-    from baremetal_allocclient.server.conductor.lease_expiry import (
-        LeaseExpiry,
-    )
+    from baremetal_allocclient.server import assembly
     from baremetal_allocclient.server.conductor.membership import (
         ConductorNameInUse,
-        Membership,
-    )
-    from baremetal_allocclient.server.conductor.queueing import QueueRounds
-    from baremetal_allocclient.server.conductor.takeover import Takeover
-    from baremetal_allocclient.server.conductor.workers import (
-        AllocationWorkers,
     )
     from baremetal_allocclient.server.db.engine import (
         Database,
         SchemaOutOfDate,
     )
-    from baremetal_allocclient.server.db.models import utcnow
-    from baremetal_allocclient.server.frontend.server import FrontEnd
 
     assert isinstance(db, Database)
     try:
-        setup = security.configure(args)
+        built = assembly.build(db, args)
     except security.SecurityConfigError as exc:
         print(f"baremetal-alloc-server: {exc}", file=sys.stderr)
         return 2
-    try:
-        backend = backend_options.build(db, args)
-    except backend_options.BackendConfigError as exc:
-        print(f"baremetal-alloc-server: {exc}", file=sys.stderr)
-        return 1
-    try:
-        if args.upgrade:
-            db.upgrade()
-        db.check_schema()
-        membership = Membership(
-            db, args.conductor_name, args.heartbeat_interval,
-            args.heartbeat_timeout,
-        )
-        membership.join()
-    except (SchemaOutOfDate, ConductorNameInUse) as exc:
+    except (backend_options.BackendConfigError, SchemaOutOfDate,
+            ConductorNameInUse) as exc:
         print(f"baremetal-alloc-server: {exc}", file=sys.stderr)
         return 1
     except DBAPIError as exc:
         print(f"baremetal-alloc-server: cannot use the database "
               f"{_redact(db.url)}: {exc.orig or exc}", file=sys.stderr)
         return 1
-    started = utcnow()
-    membership.start()
-    workers = AllocationWorkers(
-        db, args.conductor_name, args.workers, backlog=args.pending,
-        allocation_delay=args.allocation_delay, backend=backend,
-    )
-    # Waiting in line needs the database's reservation (the Placement
-    # backend does not offer it; see doc/source/explanation/lifecycle.rst).
-    rounds = (QueueRounds(db, workers, args.queue_interval,
-                          args.max_queue_wait)
-              if backend.name == "database" else None)
-    takeover = Takeover(
-        db, workers, args.heartbeat_timeout, args.takeover_interval,
-        wake_queue=rounds.wake if rounds is not None else None,
-    )
-    hardware = FakeHardware(db, step_delay=args.step_delay)
-    expiry = LeaseExpiry(db, hardware, args.expire_leases,
-                         undeploy=args.expire_leases_undeploy)
-    app = setup.wrap(
-        Application(
-            Services(db, workers, hardware, args.conductor_name, backend,
-                     max_prefer_wait=args.max_prefer_wait,
-                     waiting=WaitPermits(waiting_capacity(args.threads)),
-                     lease_expiry=args.expire_leases,
-                     lease_undeploy=args.expire_leases_undeploy,
-                     queue=rounds)
-        )
-    )
-    server = FrontEnd(
-        app, args.host, args.port, frontend_options.from_args(args),
-        # A burst of clients connecting at once must queue, not be reset.
-        backlog=LISTEN_BACKLOG,
-        max_header=security.MAX_HEADER_BYTES,
-        # The application answers a body over MAX_BODY with its own 413;
-        # the front end refuses (413) to buffer one over twice that.
-        max_body=2 * MAX_BODY,
-        tls_context=setup.tls_context,
-    )
+    server = assembly.front_end(built, args)
     stop = threading.Event()
 
     def _on_signal(signum: int, _frame: FrameType | None) -> None:
@@ -283,66 +211,23 @@ def _serve(db: object, args: argparse.Namespace) -> int:
             f"{args.host}:{args.port}: {exc}",
             file=sys.stderr,
         )
-        membership.leave()  # free the name for the next attempt at once
+        built.membership.leave()  # free the name for the next attempt
         return 1
     thread = threading.Thread(target=server.serve, name="http", daemon=True)
     thread.start()
-    threading.Thread(
-        target=_resume, args=(workers, started), name="resume", daemon=True
-    ).start()
-    takeover.start()
-    expiry.start()
-    if rounds is not None:
-        rounds.start()
-    hardware.resume()
-    backend.start()
+    built.start()
     LOG.info("Serving on %s://%s:%d (database %s, auth %s, backend %s)",
-             setup.scheme, args.host, args.port, _redact(db.url),
-             args.auth_strategy, backend.name)
+             built.setup.scheme, args.host, args.port, _redact(db.url),
+             args.auth_strategy, built.backend.name)
     while not stop.wait(1.0):
         if not thread.is_alive():
             LOG.error("HTTP server thread died")
             break
-    # Graceful stop: no new requests, no new take-overs; running
-    # allocations finish, queued ones stay ``allocating`` under this name
-    # and marking the conductor offline lets others take them over now.
+    # Graceful stop: no new requests, then the services (Assembly.stop).
     server.stop()
     thread.join()  # bounded: the front end drains for SHUTDOWN_GRACE at most
-    takeover.stop()
-    expiry.stop()
-    if rounds is not None:
-        rounds.stop()
-    workers.shutdown()
-    backend.stop()
-    hardware.shutdown()
-    membership.leave()
+    built.stop()
     return 0
-
-
-def _resume(workers: object, started: object) -> None:
-    """Queue this conductor's leftovers (in the background: it waits for
-    free worker slots when there are more leftovers than slots, and for
-    the database when it is unreachable)."""
-    import datetime
-    import time
-
-    from baremetal_allocclient.server.conductor.workers import (
-        AllocationWorkers,
-    )
-    from baremetal_allocclient.server.db.engine import is_unavailable
-
-    assert isinstance(workers, AllocationWorkers)
-    assert isinstance(started, datetime.datetime)
-    while True:
-        try:
-            workers.resume(created_before=started)
-            return
-        except Exception as exc:
-            if not is_unavailable(exc):
-                raise
-        LOG.warning("Resume postponed, database unavailable; retrying in "
-                    "%d s", RESUME_RETRY)
-        time.sleep(RESUME_RETRY)
 
 
 def _redact(url: str) -> str:

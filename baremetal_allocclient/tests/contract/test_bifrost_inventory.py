@@ -48,9 +48,8 @@ class BifrostInventoryContract(base.ContractMixin):
     def _enroll_reference(self, path: str, rc: str) -> None:
         server = os.path.join(os.path.dirname(sys.executable),
                               "baremetal-alloc-server")
-        db = f"sqlite:///{self.target.workdir}/reference.sqlite"
         proc = subprocess.run(
-            [server, "enroll", "--db", db, "--fake-hardware",
+            [server, "enroll", "--db", self.target.db_url, "--fake-hardware",
              "--default-resource-class", rc, path],
             capture_output=True, text=True, timeout=120, check=False)
         self.assertEqual(0, proc.returncode, proc.stderr)

@@ -1,7 +1,8 @@
 """Running Ironic-compatible API targets for functional and contract tests.
 
 Two targets speak the same HTTP API: the reference server of this project
-(``baremetal-alloc-server`` on a temporary SQLite file) and real Ironic from
+(in the test process, on a temporary SQLite file: see
+:mod:`baremetal_allocclient.tests.fixtures.inprocess`) and real Ironic from
 PyPI (``fake-hardware``, ``noauth``, SQLite) in its own virtualenv.  Each is
 started at most once per test process, lazily, and stopped when the process
 exits.  ``per_target`` turns one mixin of tests into one test case class per
@@ -35,6 +36,8 @@ import requests
 import testtools
 
 from baremetal_allocclient.server.logic import interfaces
+from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
+from baremetal_allocclient.tests.fixtures.launcher import ServerProcess
 
 #: What the Ironic virtualenv holds; ironic is pinned to the measured release.
 IRONIC_REQUIREMENTS: tuple[str, ...] = (
@@ -202,15 +205,19 @@ def run_setup(argv: Sequence[str], timeout: float, what: str,
 
 
 class Target:
-    """One running Ironic-compatible API and the real clients to drive it."""
+    """One running Ironic-compatible API and the real clients to drive it:
+    Ironic in a process of its own, or a reference server (in this
+    process, or in one from the launcher)."""
 
     def __init__(self, name: str, endpoint: str,
                  clients_bin: Callable[[], str],
-                 process: _Process | None = None):
+                 process: _Process | None = None,
+                 server: InProcessServer | ServerProcess | None = None):
         self.name = name
         self.endpoint = endpoint
         self._clients_bin = clients_bin
         self._process = process
+        self._server = server
         self._local = threading.local()
 
     @property
@@ -221,15 +228,17 @@ class Target:
         return int(self._process.popen.pid)
 
     @property
-    def workdir(self) -> str:
-        """The started process's working directory (config, database)."""
-        if self._process is None:
-            raise TargetError(f"{self.name} has no process of its own")
-        return self._process.workdir
+    def db_url(self) -> str:
+        """The reference server's database."""
+        if self._server is None:
+            raise TargetError(f"{self.name} is not the reference server")
+        return self._server.db_url
 
     def log_mentions(self, text: str) -> int:
-        """How often the started process's whole log contains ``text``
-        (0 for a target without a process of its own)."""
+        """How often the started server's whole log contains ``text``
+        (0 for a target without a server of its own)."""
+        if self._server is not None:
+            return self._server.log().count(text)
         if self._process is None:
             return 0
         try:
@@ -460,10 +469,13 @@ class Target:
         )
 
     def stop(self) -> None:
-        """Stop the server process (if we started one)."""
+        """Stop the server (if we started one)."""
         if self._process is not None:
             self._process.stop()
             self._process = None
+        if self._server is not None:
+            self._server.cleanup()
+            self._server = None
 
 
 # -- the Ironic virtualenv ---------------------------------------------------
@@ -605,21 +617,16 @@ def start_ironic() -> Target:
 
 
 def _start_reference() -> Target:
-    server = os.path.join(os.path.dirname(sys.executable),
-                          "baremetal-alloc-server")
-    workdir = tempfile.mkdtemp(prefix="baremetal-alloc-reference-")
-    db = f"sqlite:///{workdir}/reference.sqlite"
+    server = InProcessServer()
     try:
-        run_setup([server, "db", "upgrade", "--db", db], 120,
-             "upgrading the reference database")
+        server.start()
     except BaseException:
-        shutil.rmtree(workdir, ignore_errors=True)
+        server.cleanup()
         raise
-    return serve_process(
-        "reference", workdir,
-        lambda port: [server, "serve", "--host", "127.0.0.1", "--port",
-                      str(port), "--db", db],
-        "server.log", ensure_ironic_venv)
+    target = Target("reference", server.endpoint, ensure_ironic_venv,
+                    server=server)
+    atexit.register(target.stop)
+    return target
 
 
 class _Lazy:

@@ -17,13 +17,14 @@ from typing import Any
 
 import testtools
 
+from baremetal_allocclient.tests.fixtures import launcher
+from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
 from baremetal_allocclient.tests.functional import counting_proxy
 from baremetal_allocclient.tests.functional.cli import clirunner
 from baremetal_allocclient.tests.functional.frozen_server import (
     DISCOVERY,
     FrozenServer,
 )
-from baremetal_allocclient.tests.functional.server import _server
 
 #: ``--wait`` of the timed runs, and what a loaded machine may add.
 WAIT = 5
@@ -122,13 +123,12 @@ class TestFrozenAfterDiscovery(TestFrozenServer):
     offers every extension), then nothing: each create's outcome is
     unknown, so each is reported as possibly left."""
 
-    reference: _server.ServerProcess
+    reference: InProcessServer
 
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        cls.reference = _server.ServerProcess()
-        cls.reference.upgrade()
+        cls.reference = InProcessServer()
         cls.reference.start()
         cls.upstream = cls.reference.endpoint
 
@@ -159,8 +159,7 @@ class TestNothingLeft(testtools.TestCase):
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        cls.reference = _server.ServerProcess()
-        cls.reference.upgrade()
+        cls.reference = InProcessServer()
         cls.reference.start()
         cls.reference.make_nodes(1, "rc-cli-left")
 
@@ -202,7 +201,7 @@ class TestNothingLeft(testtools.TestCase):
         self._check_refused("--candidate-node", "no-such-node")
 
     def test_refused_connection(self) -> None:
-        endpoint = f"http://127.0.0.1:{_server.free_port()}"
+        endpoint = f"http://127.0.0.1:{launcher.free_port()}"
         result = run_cli(endpoint, ["create", "--resource-class", "rc",
                                     "--wait", "5", "--delete-on-failure"])
         self.assertEqual(1, result.returncode, result.stderr)

@@ -10,9 +10,9 @@ from typing import Any, ClassVar
 
 import testtools
 
+from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
 from baremetal_allocclient.tests.functional import targets
 from baremetal_allocclient.tests.functional.cli import clirunner
-from baremetal_allocclient.tests.functional.server import _server
 
 SCRIPT = os.path.join(
     os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -78,7 +78,9 @@ class ReserveNodeExample:
         self.assertEqual(2, self.run_script().returncode)
 
     def test_sigterm_while_the_command_runs_releases(self) -> None:
-        proc = start_script(self.target.endpoint, self.rc, "sleep", "30")
+        # sh runs its TERM trap when the foreground command ends; a command
+        # that ended by itself would exit 0, not 143.
+        proc = start_script(self.target.endpoint, self.rc, "sleep", "10")
         assert proc.stderr is not None
         line = proc.stderr.readline()
         self.assertIn("reserved node", line)
@@ -105,14 +107,13 @@ def start_script(endpoint: str, *args: str) -> subprocess.Popen[str]:
 
 class TestReserveNodeInterrupted(testtools.TestCase):
     """A signal while the node is still being reserved (allocations
-    held 20 s by a slow server) leaves no allocation behind."""
+    held 8 s by a slow server) leaves no allocation behind."""
 
     def setUp(self) -> None:
         super().setUp()
-        self.server = _server.ServerProcess()
+        self.server = InProcessServer()
         self.addCleanup(self.server.cleanup)
-        self.server.upgrade()
-        self.server.start("--allocation-delay", "20")
+        self.server.start("--allocation-delay", "8")
 
     def _interrupt(self, signum: int, after: float) -> None:
         proc = start_script(self.server.endpoint, "rc-slow")

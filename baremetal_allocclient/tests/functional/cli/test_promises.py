@@ -23,10 +23,10 @@ from typing import Any
 
 import testtools
 
+from baremetal_allocclient.tests.fixtures import launcher
 from baremetal_allocclient.tests.functional import targets
 from baremetal_allocclient.tests.functional.cli import _wire, clirunner
 from baremetal_allocclient.tests.functional.multiprocess import _cluster
-from baremetal_allocclient.tests.functional.server import _server
 
 #: The promise: ``--wait N`` ends within N + GRACE seconds.
 GRACE = 0.5
@@ -139,11 +139,13 @@ class ReferencePromises(PromisesBase):
     keys jobs by a row id that SQLite may hand out again).
     """
 
-    server: _server.ServerProcess
+    server: launcher.ServerProcess
 
     def setUp(self) -> None:
         super().setUp()
-        self.server = _server.ServerProcess()
+        # A process of its own: the time budgets measured here must not
+        # share this process's interpreter with the proxies and clients.
+        self.server = launcher.ServerProcess()
         self.addCleanup(self.server.cleanup)
         self.server.upgrade()
         self.server.start("--allocation-delay", SLOW)

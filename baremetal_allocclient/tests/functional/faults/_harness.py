@@ -38,14 +38,15 @@ import requests
 import testtools
 from testtools.content import text_content
 
+from baremetal_allocclient.tests.fixtures import launcher
+from baremetal_allocclient.tests.fixtures.launcher import (
+    ServerProcess,
+)
 from baremetal_allocclient.tests.functional.faults import _invariants
 from baremetal_allocclient.tests.functional.multiprocess import (
     _cluster,
     _databases,
     _proxy,
-)
-from baremetal_allocclient.tests.functional.server._server import (
-    ServerProcess,
 )
 
 SOAK_ENV = "BAREMETAL_ALLOC_FAULT_SOAK"
@@ -331,15 +332,9 @@ class FaultCase(testtools.TestCase):
     def enroll(self, nodes: dict[str, dict[str, Any]]) -> dict[str, str]:
         """Enroll ``available`` nodes (name -> fields; the resource class
         is prefixed with the scenario's prefix); name -> UUID."""
-        inventory = {}
-        for name, fields in nodes.items():
-            inventory[name] = {"driver": "fake-hardware", **fields}
-        path = os.path.join(self.workdir, f"{uuidlib.uuid4().hex}.json")
-        with open(path, "w", encoding="utf-8") as stream:
-            json.dump(inventory, stream)
-        result = _cluster.run_cli("enroll", "--db", self.db.url, path,
-                                  timeout=300)
-        self.assertEqual(0, result.returncode, result.stderr)
+        launcher.enroll(self.db.url, self.workdir, {
+            name: {"driver": "fake-hardware", **fields}
+            for name, fields in nodes.items()})
         snap = self.scenario.snapshot()
         return {n.name: n.uuid for n in snap.nodes.values()
                 if n.name in nodes}

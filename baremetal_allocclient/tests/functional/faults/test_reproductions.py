@@ -20,13 +20,13 @@ from typing import Any
 
 import requests
 
-from baremetal_allocclient.tests.functional.faults import _harness
-from baremetal_allocclient.tests.functional.multiprocess import _cluster
-from baremetal_allocclient.tests.functional.server._server import (
+from baremetal_allocclient.tests.fixtures.launcher import (
     SERVER,
     ServerProcess,
     free_port,
 )
+from baremetal_allocclient.tests.functional.faults import _harness
+from baremetal_allocclient.tests.functional.multiprocess import _cluster
 
 FAST = _cluster.FAST
 HEARTBEAT_TIMEOUT = 3.0

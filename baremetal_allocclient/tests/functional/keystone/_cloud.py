@@ -21,9 +21,9 @@ import requests
 from keystoneauth1 import session as ks_session
 from keystoneauth1.identity import v3
 
+from baremetal_allocclient.tests.fixtures.launcher import free_port
 from baremetal_allocclient.tests.functional.keystone import _keystone
 from baremetal_allocclient.tests.functional.security import _support as sup
-from baremetal_allocclient.tests.functional.server._server import free_port
 
 ADMIN, ALICE, BOB, RITA, SERVICE = "admin", "alice", "bob", "rita", \
     "baremetal"

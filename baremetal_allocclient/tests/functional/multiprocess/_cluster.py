@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import concurrent.futures
-import json
-import os
 import signal
 import tempfile
 import time
@@ -14,11 +12,12 @@ from typing import Any, ClassVar
 
 import requests
 
-from baremetal_allocclient.tests.functional.multiprocess import _databases
-from baremetal_allocclient.tests.functional.server._server import (
+from baremetal_allocclient.tests.fixtures import launcher
+from baremetal_allocclient.tests.fixtures.launcher import (
     ServerProcess,
-    run_cli,
+    upgrade,
 )
+from baremetal_allocclient.tests.functional.multiprocess import _databases
 
 _HEADERS = {"X-OpenStack-Ironic-API-Version": "latest"}
 #: Short intervals so that take-over happens within seconds in tests.
@@ -77,25 +76,12 @@ def fleet(add_cleanup: Callable[..., object], kind: str, nodes: int
     return db, rc
 
 
-def upgrade(db_url: str) -> None:
-    """Create the schema."""
-    result = run_cli("db", "upgrade", "--db", db_url, timeout=120)
-    if result.returncode != 0:
-        raise RuntimeError(f"db upgrade failed: {result.stderr}")
-
-
 def enroll(db_url: str, directory: str, count: int, rc: str) -> None:
     """``count`` available nodes of resource class ``rc``, via ``enroll``."""
-    inventory = {
+    launcher.enroll(db_url, directory, {
         f"{rc}-{i}": {"driver": "fake-hardware", "resource_class": rc}
         for i in range(count)
-    }
-    path = os.path.join(directory, f"{rc}.json")
-    with open(path, "w", encoding="utf-8") as stream:
-        json.dump(inventory, stream)
-    result = run_cli("enroll", "--db", db_url, path, timeout=300)
-    if result.returncode != 0:
-        raise RuntimeError(f"enroll failed: {result.stderr}")
+    })
 
 
 def start(db_url: str, name: str, *extra: str) -> ServerProcess:

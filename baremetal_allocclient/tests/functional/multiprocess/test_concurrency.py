@@ -13,12 +13,12 @@ from typing import Any, ClassVar
 
 import testtools
 
+from baremetal_allocclient.tests.fixtures.launcher import (
+    ServerProcess,
+)
 from baremetal_allocclient.tests.functional.multiprocess import (
     _cluster,
     _databases,
-)
-from baremetal_allocclient.tests.functional.server._server import (
-    ServerProcess,
 )
 
 NODES = 500

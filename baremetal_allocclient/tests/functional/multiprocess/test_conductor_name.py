@@ -21,12 +21,12 @@ import uuid
 import testtools
 from sqlalchemy import create_engine, text
 
+from baremetal_allocclient.tests.fixtures.launcher import (
+    ServerProcess,
+)
 from baremetal_allocclient.tests.functional.multiprocess import (
     _cluster,
     _databases,
-)
-from baremetal_allocclient.tests.functional.server._server import (
-    ServerProcess,
 )
 
 REFUSAL = "another live process is registered as conductor"

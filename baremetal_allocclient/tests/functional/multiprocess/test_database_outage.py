@@ -18,11 +18,11 @@ from typing import Any, ClassVar
 import requests
 import testtools
 
+from baremetal_allocclient.tests.fixtures.launcher import free_port
 from baremetal_allocclient.tests.functional.multiprocess import (
     _cluster,
     _proxy,
 )
-from baremetal_allocclient.tests.functional.server._server import free_port
 
 IN_FLIGHT = 10
 OUTAGE = 6.0  # longer than the heartbeat timeout and the delay below

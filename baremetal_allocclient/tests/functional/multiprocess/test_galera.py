@@ -29,12 +29,12 @@ import fixtures
 import requests
 import testtools
 
+from baremetal_allocclient.tests.fixtures.launcher import (
+    ServerProcess,
+)
 from baremetal_allocclient.tests.functional.multiprocess import (
     _cluster,
     _galera,
-)
-from baremetal_allocclient.tests.functional.server._server import (
-    ServerProcess,
 )
 
 FIGURES_ENV = "BAREMETAL_ALLOC_GALERA_FIGURES"

@@ -16,13 +16,13 @@ import requests
 import testtools
 
 from baremetal_allocclient import groups
+from baremetal_allocclient.tests.fixtures.launcher import (
+    ServerProcess,
+)
 from baremetal_allocclient.tests.functional.faults import _invariants
 from baremetal_allocclient.tests.functional.multiprocess import (
     _cluster,
     _databases,
-)
-from baremetal_allocclient.tests.functional.server._server import (
-    ServerProcess,
 )
 
 NODES = 48

@@ -15,11 +15,11 @@ import requests
 import testtools
 
 from baremetal_allocclient import leases
+from baremetal_allocclient.tests.fixtures.launcher import (
+    ServerProcess,
+)
 from baremetal_allocclient.tests.functional.multiprocess import (
     _cluster,
-)
-from baremetal_allocclient.tests.functional.server._server import (
-    ServerProcess,
 )
 from baremetal_allocclient.v1 import Client
 

@@ -17,11 +17,11 @@ from sqlalchemy import select
 
 from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import Allocation, Conductor
+from baremetal_allocclient.tests.fixtures.launcher import (
+    ServerProcess,
+)
 from baremetal_allocclient.tests.functional.multiprocess import (
     _cluster,
-)
-from baremetal_allocclient.tests.functional.server._server import (
-    ServerProcess,
 )
 
 HEARTBEAT_TIMEOUT = 3.0

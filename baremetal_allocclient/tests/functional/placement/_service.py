@@ -19,7 +19,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -29,6 +28,10 @@ from typing import Any
 
 import requests
 
+from baremetal_allocclient.tests.fixtures.launcher import (
+    ServerProcess,
+    upgrade,
+)
 from baremetal_allocclient.tests.functional import targets
 from baremetal_allocclient.tests.functional.targets import (
     Target,
@@ -233,48 +236,31 @@ def start_server(
     openstacksdk looks for it), for ``--placement-cloud``; the URL is then
     not passed (the cloud provides the endpoint).
     """
-    server = os.path.join(os.path.dirname(sys.executable),
-                          "baremetal-alloc-server")
-    workdir = tempfile.mkdtemp(prefix="baremetal-alloc-placement-srv-")
-    argv_tail: list[str] = ["--db", db, "--step-delay", "0.05",
-                            "--conductor-name", os.path.basename(workdir)]
+    server = ServerProcess(db)
+    args: list[str] = ["--step-delay", "0.05",
+                       "--conductor-name", os.path.basename(server.tmpdir)]
     if clouds_yaml is not None:
-        with open(os.path.join(workdir, "clouds.yaml"), "w") as handle:
+        with open(os.path.join(server.tmpdir, "clouds.yaml"), "w") as handle:
             handle.write(clouds_yaml)
-        argv_tail += ["--backend", "placement"]
+        args += ["--backend", "placement"]
     elif placement_url:
-        argv_tail += ["--backend", "placement", "--placement-url",
-                      placement_url]
+        args += ["--backend", "placement", "--placement-url", placement_url]
     if placement_url or clouds_yaml is not None:
-        argv_tail += ["--placement-sync-interval", "0.3",
-                      "--placement-reconcile-interval", "5",
-                      "--placement-wait", "2"]
-    argv_tail += list(extra)
-    for attempt in range(3):
-        port = free_port()
-        argv = [server, "serve", "--host", "127.0.0.1", "--port", str(port),
-                *argv_tail]
-        process = _Process(argv, workdir, "server.log")
-        endpoint = f"http://127.0.0.1:{port}"
-        target = Target("reference", endpoint, ensure_ironic_venv, process)
-        try:
-            process.wait_ready(endpoint + "/", _START_TIMEOUT)
-            return target
-        except TargetError:
-            taken = "Address already in use" in process.log_tail()
-            process.stop(keep_workdir=True)
-            if not taken or attempt == 2:
-                shutil.rmtree(workdir, ignore_errors=True)
-                raise
-    raise AssertionError("unreachable")
+        args += ["--placement-sync-interval", "0.3",
+                 "--placement-reconcile-interval", "5",
+                 "--placement-wait", "2"]
+    try:
+        server.start(*args, *extra, timeout=_START_TIMEOUT, cwd=server.tmpdir)
+    except BaseException:
+        server.cleanup()
+        raise
+    return Target("reference", server.endpoint, ensure_ironic_venv,
+                  server=server)
 
 
 def upgrade_db(db: str) -> None:
     """Create the reference schema."""
-    server = os.path.join(os.path.dirname(sys.executable),
-                          "baremetal-alloc-server")
-    targets.run_setup([server, "db", "upgrade", "--db", db], 120,
-                      "upgrading the reference database")
+    upgrade(db)
 
 
 def run_cli(argv: Sequence[str]) -> Any:

@@ -22,12 +22,13 @@ import fixtures
 import testtools
 
 from baremetal_allocclient import constraints, exceptions
+from baremetal_allocclient.tests.fixtures import launcher
+from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
 from baremetal_allocclient.tests.functional import counting_proxy
 from baremetal_allocclient.tests.functional.frozen_server import (
     DISCOVERY,
     FrozenServer,
 )
-from baremetal_allocclient.tests.functional.server import _server
 from baremetal_allocclient.v1 import Client
 
 #: The budget of each call, and what a loaded machine may add to it.
@@ -125,8 +126,7 @@ class TestFrozenAfterDiscovery(DeadlineCase):
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        cls.reference = _server.ServerProcess()
-        cls.reference.upgrade()
+        cls.reference = InProcessServer()
         cls.reference.start()
 
     @classmethod
@@ -182,8 +182,7 @@ class TestNothingLeft(DeadlineCase):
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        cls.reference = _server.ServerProcess()
-        cls.reference.upgrade()
+        cls.reference = InProcessServer()
         cls.reference.start()
         cls.nodes = cls.reference.make_nodes(1, "rc-left")
 
@@ -223,7 +222,7 @@ class TestNothingLeft(DeadlineCase):
         self._assert_nothing_deleted(error)
 
     def test_refused_connection_is_not_left(self) -> None:
-        sdk = self.client(f"http://127.0.0.1:{_server.free_port()}")
+        sdk = self.client(f"http://127.0.0.1:{launcher.free_port()}")
         _elapsed, error = timed(lambda: sdk.allocate("rc", timeout=5))
         self.assertIsInstance(error, exceptions.ConnectionFailed)
         self.assertNotIn("Could not delete", self.log.output)

@@ -18,8 +18,8 @@ import time
 
 import testtools
 
+from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
 from baremetal_allocclient.tests.functional.cli import _wire
-from baremetal_allocclient.tests.functional.server import _server
 
 SCRIPT = textwrap.dedent("""\
     import sys, time
@@ -39,9 +39,8 @@ class TestSdkPromises(testtools.TestCase):
 
     def setUp(self) -> None:
         super().setUp()
-        self.server = _server.ServerProcess()
+        self.server = InProcessServer()
         self.addCleanup(self.server.cleanup)
-        self.server.upgrade()
         self.server.start("--allocation-delay", "20")
         self.proxy = _wire.WireProxy(self.server.port)
         self.addCleanup(self.proxy.close)

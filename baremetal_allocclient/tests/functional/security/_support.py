@@ -11,21 +11,19 @@ import datetime
 import ipaddress
 import os
 import secrets
-import shutil
-import signal
 import subprocess
 import sys
-import tempfile
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import bcrypt
-import requests
 import yaml
 
-from baremetal_allocclient.tests.functional.server._server import free_port
+from baremetal_allocclient.tests.fixtures.launcher import (
+    ServerProcess,
+    run_cli,
+)
 
 BIN_DIR = os.path.dirname(sys.executable)
 SERVER = os.path.join(BIN_DIR, "baremetal-alloc-server")
@@ -145,160 +143,18 @@ def write_tls(directory: str) -> TlsFiles:
     return files
 
 
-class SecureServer:
-    """One server process started with extra options, on a temporary
-    SQLite database unless given another database's URL."""
+class SecureServer(ServerProcess):
+    """A server process whose :meth:`start` creates the schema first (on
+    a temporary SQLite database unless given another database's URL)."""
 
-    def __init__(self, db_url: str | None = None) -> None:
-        self.tmpdir = tempfile.mkdtemp(prefix="bm-alloc-security-")
-        self.db_url = db_url or "sqlite:///" + os.path.join(
-            self.tmpdir, "db.sqlite")
-        self.log_path = os.path.join(self.tmpdir, "server.log")
-        self.port = 0
-        self.scheme = "http"
-        self.verify: bool | str = True
-        self.admin_auth: tuple[str, str] | None = None
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def endpoint(self) -> str:
-        """Base URL of the running server."""
-        return f"{self.scheme}://127.0.0.1:{self.port}"
+    def start(self, *extra: str, **options: Any) -> None:
+        """``db upgrade`` (+ ``enroll``), ``serve``, wait for ``GET /``
+        (the options of :meth:`ServerProcess.start`)."""
+        super().start(*extra, schema=True, **options)
 
     def run(self, *args: str) -> subprocess.CompletedProcess[str]:
         """Run the server command line to completion."""
-        return subprocess.run([SERVER, *args], capture_output=True,
-                              text=True, timeout=60, check=False)
-
-    def start(
-        self, *extra: str, tls: TlsFiles | None = None,
-        admin_auth: tuple[str, str] | None = None,
-        inventory: str | None = None, env: dict[str, str] | None = None,
-        port: int | None = None,
-    ) -> None:
-        """``db upgrade`` (+ ``enroll``), ``serve``, wait for ``GET /``.
-
-        ``env`` adds variables to the server's environment; ``port`` is
-        chosen when not given.
-        """
-        for argv in (("db", "upgrade", "--db", self.db_url),
-                     *((("enroll", "--db", self.db_url, inventory),)
-                       if inventory else ())):
-            result = self.run(*argv)
-            if result.returncode != 0:
-                raise RuntimeError(f"{argv}: {result.stderr}")
-        self.port = port or free_port()
-        args = ["serve", "--host", "127.0.0.1", "--port", str(self.port),
-                "--db", self.db_url, *extra]
-        if tls is not None:
-            self.scheme, self.verify = "https", tls.ca
-            args += ["--tls-cert", tls.cert, "--tls-key", tls.key]
-        self.admin_auth = admin_auth
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                [SERVER, *args], stdout=log, stderr=subprocess.STDOUT,
-                env={**os.environ, **(env or {})})
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited: {self.log()}")
-            try:
-                requests.get(self.endpoint + "/", timeout=1,
-                             verify=self.verify)
-                return
-            except requests.ConnectionError:
-                time.sleep(0.1)
-        raise RuntimeError(f"server did not start: {self.log()}")
-
-    def cleanup(self) -> None:
-        """Stop the process and remove the temporary directory."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
-        shutil.rmtree(self.tmpdir, ignore_errors=True)
-
-    def log(self) -> str:
-        """Everything the server wrote so far."""
-        try:
-            with open(self.log_path, encoding="utf-8",
-                      errors="replace") as stream:
-                return stream.read()
-        except OSError:
-            return ""
-
-    def request(
-        self, method: str, path: str, json: Any = None, *,
-        auth: tuple[str, str] | bool | None = None,
-        version: str = "latest", **kwargs: Any,
-    ) -> requests.Response:
-        """One request: as the admin by default, anonymous with
-        ``auth=False``, else as the given user."""
-        headers = {"X-OpenStack-Ironic-API-Version": version}
-        headers.update(kwargs.pop("headers", {}))
-        return requests.request(
-            method, self.endpoint + path, json=json, headers=headers,
-            auth=self.admin_auth if auth is None else (
-                auth if isinstance(auth, tuple) else None),
-            verify=self.verify, timeout=30,
-            **kwargs,
-        )
-
-    def expect(self, status: int, method: str, path: str, json: Any = None,
-               **kwargs: Any) -> Any:
-        """A request that must answer ``status``; its JSON body or None."""
-        response = self.request(method, path, json, **kwargs)
-        if response.status_code != status:
-            raise AssertionError(
-                f"{method} {path} -> {response.status_code}, expected "
-                f"{status}: {response.text[:1000]}")
-        return response.json() if response.content else None
-
-    def wait_node(self, uuid: str, state: str) -> Any:
-        """Poll (as admin) until the node settled in ``state``."""
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            node = self.expect(200, "GET", f"/v1/nodes/{uuid}")
-            if (node["provision_state"] == state
-                    and node["target_provision_state"] is None
-                    and node["target_power_state"] is None):
-                return node
-            time.sleep(0.05)
-        raise AssertionError(f"node {uuid} did not reach {state}")
-
-    def wait_allocation(self, uuid: str,
-                        auth: tuple[str, str] | None = None) -> Any:
-        """Poll until the allocation left ``allocating``."""
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            body = self.expect(200, "GET", f"/v1/allocations/{uuid}",
-                               auth=auth)
-            if body["state"] != "allocating":
-                return body
-            time.sleep(0.05)
-        raise AssertionError(f"allocation {uuid} still allocating")
-
-    def make_nodes(self, count: int, resource_class: str,
-                   **fields: Any) -> list[Any]:
-        """Available, powered-off nodes, created through the API as admin."""
-        nodes = []
-        for _ in range(count):
-            node = self.expect(201, "POST", "/v1/nodes", {
-                "driver": "fake-hardware", "resource_class": resource_class,
-                **fields})
-            for verb, state in (("manage", "manageable"),
-                                ("provide", "available")):
-                self.expect(202, "PUT",
-                            f"/v1/nodes/{node['uuid']}/states/provision",
-                            {"target": verb})
-                self.wait_node(node["uuid"], state)
-            self.expect(202, "PUT", f"/v1/nodes/{node['uuid']}/states/power",
-                        {"target": "power off"})
-            nodes.append(self.wait_node(node["uuid"], "available"))
-        return nodes
+        return run_cli(*args)
 
 
 def secrets_in(text: str, credentials: Credentials) -> list[str]:

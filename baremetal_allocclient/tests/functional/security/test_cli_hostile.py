@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 import testtools
 
+from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
 from baremetal_allocclient.tests.functional.security import _support as sup
 
 USAGE, API_ERROR, OK = 2, 1, 0
@@ -22,12 +23,12 @@ _BIG = "x" * 120_000  # just under Linux's per-argument limit
 
 class HostileCliTests(testtools.TestCase):
 
-    server: sup.SecureServer
+    server: InProcessServer
 
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        cls.server = sup.SecureServer()
+        cls.server = InProcessServer()
         cls.addClassCleanup(cls.server.cleanup)
         cls.server.start()
 

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 import testtools
 
+from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
 from baremetal_allocclient.tests.functional.multiprocess import _databases
 from baremetal_allocclient.tests.functional.security import _support as sup
 
@@ -32,7 +33,7 @@ class _ExactComparisonTests:
     """Mixin; ``kind`` names the database."""
 
     kind: ClassVar[str]
-    server: ClassVar[sup.SecureServer]
+    server: ClassVar[InProcessServer]
     creds: ClassVar[sup.Credentials]
 
     @classmethod
@@ -40,7 +41,7 @@ class _ExactComparisonTests:
         super().setUpClass()  # type: ignore[misc]
         scratch = _databases.ScratchDatabase(cls.kind)
         cls.addClassCleanup(scratch.drop)  # type: ignore[attr-defined]
-        cls.server = sup.SecureServer()
+        cls.server = InProcessServer()
         cls.addClassCleanup(cls.server.cleanup)  # type: ignore[attr-defined]
         cls.server.db_url = scratch.url
         cls.creds = sup.write_credentials(cls.server.tmpdir, UPPER, LOWER)

@@ -32,6 +32,7 @@ from hypothesis import strategies as st
 from sqlalchemy import create_engine, text
 
 from baremetal_allocclient.server.api import limits, openapi, schemas
+from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
 from baremetal_allocclient.tests.functional.multiprocess import _databases
 from baremetal_allocclient.tests.functional.security import _support as sup
 
@@ -263,7 +264,7 @@ class FuzzTests(testtools.TestCase):
 
     kind = "sqlite"
     database: _databases.ScratchDatabase
-    server: sup.SecureServer
+    server: InProcessServer
     creds: sup.Credentials
     pools: Pools
     sent: int = 0
@@ -275,7 +276,7 @@ class FuzzTests(testtools.TestCase):
         super().setUpClass()
         cls.database = _databases.ScratchDatabase(cls.kind)
         cls.addClassCleanup(cls.database.drop)
-        cls.server = sup.SecureServer(cls.database.url)
+        cls.server = InProcessServer(cls.database.url)
         cls.addClassCleanup(cls.server.cleanup)
         cls.creds = sup.write_credentials(cls.server.tmpdir)
         inventory = os.path.join(cls.server.tmpdir, "inventory.yaml")

@@ -8,6 +8,7 @@ import uuid
 import testtools
 
 from baremetal_allocclient.server.api import openapi
+from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
 from baremetal_allocclient.tests.functional.security import _support as sup
 
 
@@ -19,13 +20,13 @@ def _concrete(route: str) -> str:
 class HttpBasicTests(testtools.TestCase):
     """Every API route needs valid credentials; discovery stays public."""
 
-    server: sup.SecureServer
+    server: InProcessServer
     creds: sup.Credentials
 
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        cls.server = sup.SecureServer()
+        cls.server = InProcessServer()
         cls.addClassCleanup(cls.server.cleanup)
         cls.creds = sup.write_credentials(cls.server.tmpdir)
         cls.server.start(

@@ -9,17 +9,17 @@ from collections.abc import Iterator
 import testtools
 
 from baremetal_allocclient.server.api import limits
-from baremetal_allocclient.tests.functional.security import _support as sup
+from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
 
 
 class HttpLimitTests(testtools.TestCase):
 
-    server: sup.SecureServer
+    server: InProcessServer
 
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        cls.server = sup.SecureServer()
+        cls.server = InProcessServer()
         cls.addClassCleanup(cls.server.cleanup)
         cls.server.start()
 

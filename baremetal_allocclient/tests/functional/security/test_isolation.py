@@ -7,13 +7,14 @@ from typing import Any
 
 import testtools
 
+from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
 from baremetal_allocclient.tests.functional.security import _support as sup
 
 
 class IsolationTests(testtools.TestCase):
     """alice (proj-a) and bob (proj-b) share one server and admin."""
 
-    server: sup.SecureServer
+    server: InProcessServer
     creds: sup.Credentials
     rc: str
     a_nodes: list[Any]
@@ -23,7 +24,7 @@ class IsolationTests(testtools.TestCase):
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        cls.server = sup.SecureServer()
+        cls.server = InProcessServer()
         cls.addClassCleanup(cls.server.cleanup)
         cls.creds = sup.write_credentials(cls.server.tmpdir)
         cls.server.start(

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import testtools
 
+from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
 from baremetal_allocclient.tests.functional.multiprocess._databases import (
     ScratchDatabase,
 )
@@ -38,7 +39,7 @@ class _MemberFigureTests(testtools.TestCase if TYPE_CHECKING else object):
     scratch database of ``kind``."""
 
     kind = "sqlite"
-    server: sup.SecureServer
+    server: InProcessServer
     creds: sup.Credentials
 
     @classmethod
@@ -46,7 +47,7 @@ class _MemberFigureTests(testtools.TestCase if TYPE_CHECKING else object):
         super().setUpClass()
         scratch = ScratchDatabase(cls.kind)
         cls.addClassCleanup(scratch.drop)
-        cls.server = sup.SecureServer()
+        cls.server = InProcessServer()
         cls.server.db_url = scratch.url
         cls.addClassCleanup(cls.server.cleanup)
         cls.creds = sup.write_credentials(cls.server.tmpdir)

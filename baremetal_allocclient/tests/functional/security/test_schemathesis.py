@@ -38,11 +38,9 @@ import yaml
 from hypothesis import HealthCheck, settings
 from schemathesis import GenerationMode
 
+from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
+from baremetal_allocclient.tests.fixtures.launcher import run_cli
 from baremetal_allocclient.tests.functional.multiprocess import _databases
-from baremetal_allocclient.tests.functional.server._server import (
-    ServerProcess,
-    run_cli,
-)
 
 EXAMPLES = int(os.environ.get("BAREMETAL_ALLOC_SCHEMATHESIS_EXAMPLES", "15"))
 SCENARIOS = int(os.environ.get("BAREMETAL_ALLOC_SCHEMATHESIS_SCENARIOS",
@@ -129,14 +127,14 @@ class _SchemathesisTests:
     """Mixin; ``kind`` names the database."""
 
     kind: ClassVar[str]
-    server: ClassVar[ServerProcess]
+    server: ClassVar[InProcessServer]
 
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()  # type: ignore[misc]
         db = _databases.ScratchDatabase(cls.kind)
         cls.addClassCleanup(db.drop)  # type: ignore[attr-defined]
-        cls.server = ServerProcess(db.url)
+        cls.server = InProcessServer(db.url)
         cls.addClassCleanup(cls.server.cleanup)  # type: ignore[attr-defined]
         result = run_cli("db", "upgrade", "--db", db.url, timeout=120)
         assert result.returncode == 0, result.stderr

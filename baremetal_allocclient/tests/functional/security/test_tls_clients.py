@@ -18,6 +18,7 @@ import requests
 import testtools
 
 from baremetal_allocclient import exceptions
+from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
 from baremetal_allocclient.tests.functional import targets
 from baremetal_allocclient.tests.functional.security import _support as sup
 from baremetal_allocclient.v1 import Client
@@ -26,7 +27,7 @@ from baremetal_allocclient.v1 import Client
 class TlsClientTests(testtools.TestCase):
     """One HTTPS server with http_basic and a project mapping."""
 
-    server: sup.SecureServer
+    server: InProcessServer
     creds: sup.Credentials
     tls: sup.TlsFiles
     rc: str
@@ -34,7 +35,7 @@ class TlsClientTests(testtools.TestCase):
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        cls.server = sup.SecureServer()
+        cls.server = InProcessServer()
         cls.addClassCleanup(cls.server.cleanup)
         cls.creds = sup.write_credentials(cls.server.tmpdir)
         cls.tls = sup.write_tls(cls.server.tmpdir)

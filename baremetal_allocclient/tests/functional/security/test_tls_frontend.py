@@ -19,6 +19,7 @@ from collections.abc import Iterator
 import requests
 import testtools
 
+from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
 from baremetal_allocclient.tests.functional.security import _support as sup
 
 REQUEST_TIMEOUT = 4.0  # serve --request-timeout
@@ -27,13 +28,13 @@ DRIPPING = 40  # TLS connections that send a header line every second
 
 
 class TlsFrontEndTests(testtools.TestCase):
-    server: sup.SecureServer
+    server: InProcessServer
     tls: sup.TlsFiles
 
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        cls.server = sup.SecureServer()
+        cls.server = InProcessServer()
         cls.addClassCleanup(cls.server.cleanup)
         cls.tls = sup.write_tls(cls.server.tmpdir)
         cls.server.start("--threads", "8",

@@ -1,4 +1,4 @@
-"""Allocations end to end against a real server process."""
+"""Allocations end to end against the reference server (in-process)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ from typing import Any
 
 import testtools
 
-from baremetal_allocclient.tests.functional.server._server import ServerProcess
+from baremetal_allocclient.tests.fixtures.inprocess import (
+    InProcessServer,
+    serve_for_class,
+)
 
 
 def _rc() -> str:
@@ -23,15 +26,12 @@ def fault(resp: Any) -> str:
 class AllocationTests(testtools.TestCase):
     """One server for the class; every test uses its own resource class."""
 
-    server: ServerProcess
+    server: InProcessServer
 
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        cls.server = ServerProcess()
-        cls.addClassCleanup(cls.server.cleanup)
-        cls.server.upgrade()
-        cls.server.start()
+        cls.server = serve_for_class(cls)
 
     def allocate(self, **body: Any) -> Any:
         resp = self.server.request("POST", "/v1/allocations", body)
@@ -333,9 +333,8 @@ class PreferWaitCeilingTests(testtools.TestCase):
     """``serve --max-prefer-wait`` bounds how long a POST may be held."""
 
     def test_the_wait_is_capped_and_then_answers_allocating(self) -> None:
-        server = ServerProcess()
+        server = InProcessServer()
         self.addCleanup(server.cleanup)
-        server.upgrade()
         # Each allocation waits 3 s before a worker touches it; the POST
         # may only be held for 1 s, so it must answer while allocating.
         server.start("--allocation-delay", "3", "--max-prefer-wait", "1")

@@ -9,7 +9,10 @@ from typing import Any
 import requests
 import testtools
 
-from baremetal_allocclient.tests.functional.server._server import ServerProcess
+from baremetal_allocclient.tests.fixtures.inprocess import (
+    InProcessServer,
+    serve_for_class,
+)
 
 _HEADERS = {
     "X-OpenStack-Ironic-API-Version": "latest",
@@ -20,16 +23,13 @@ _HEADERS = {
 class BadInputTests(testtools.TestCase):
     """Table-driven: each case names the request and the expected words."""
 
-    server: ServerProcess
+    server: InProcessServer
     node: dict[str, Any]
 
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        cls.server = ServerProcess()
-        cls.addClassCleanup(cls.server.cleanup)
-        cls.server.upgrade()
-        cls.server.start()
+        cls.server = serve_for_class(cls)
         cls.node = cls.server.make_nodes(1, "rc-bad-input")[0]
         resp = cls.server.request(
             "POST", "/v1/allocations",

@@ -9,7 +9,7 @@ import subprocess
 import testtools
 
 from baremetal_allocclient.server.db.engine import head_revision
-from baremetal_allocclient.tests.functional.server._server import (
+from baremetal_allocclient.tests.fixtures.launcher import (
     SERVER,
     ServerProcess,
     free_port,

@@ -12,11 +12,13 @@ from typing import Any, ClassVar
 import requests
 import testtools
 
-from baremetal_allocclient.tests.functional.multiprocess import _databases
-from baremetal_allocclient.tests.functional.server._server import (
+from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
+from baremetal_allocclient.tests.fixtures.launcher import (
     ServerProcess,
     run_cli,
+    upgrade,
 )
+from baremetal_allocclient.tests.functional.multiprocess import _databases
 
 NODES = 20
 CLIENTS = 30
@@ -28,9 +30,9 @@ class ConcurrencyTests(testtools.TestCase):
 
     def setUp(self) -> None:
         super().setUp()
-        self.server = ServerProcess()
+        self.server = InProcessServer()
         self.addCleanup(self.server.cleanup)
-        self.server.upgrade()
+        upgrade(self.server.db_url)
         inventory = {
             f"conc-{i}": {"driver": "fake-hardware",
                           "resource_class": "rc-conc",

@@ -22,7 +22,7 @@ import testtools
 from sqlalchemy import create_engine
 from sqlalchemy.engine import make_url
 
-from baremetal_allocclient.tests.functional.server._server import (
+from baremetal_allocclient.tests.fixtures.launcher import (
     SERVER,
     free_port,
 )

@@ -17,10 +17,11 @@ from baremetal_allocclient.constraints import (
     Op,
     property_constraint,
 )
-from baremetal_allocclient.tests.functional.server._server import (
-    ServerProcess,
-    run_cli,
+from baremetal_allocclient.tests.fixtures.inprocess import (
+    InProcessServer,
+    serve_for_class,
 )
+from baremetal_allocclient.tests.fixtures.launcher import run_cli, upgrade
 from baremetal_allocclient.v1.client import Client
 
 _EXT = {"X-Baremetal-Alloc-Extensions": "constraints"}
@@ -39,15 +40,12 @@ def fault(resp: Any) -> str:
 class ConstraintsExtensionTests(testtools.TestCase):
     """One server for the class; every test uses its own resource class."""
 
-    server: ServerProcess
+    server: InProcessServer
 
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        cls.server = ServerProcess()
-        cls.addClassCleanup(cls.server.cleanup)
-        cls.server.upgrade()
-        cls.server.start()
+        cls.server = serve_for_class(cls)
 
     def nodes(self, rc: str, *cpus: int) -> list[Any]:
         return [self.server.make_nodes(1, rc, properties={"cpus": n})[0]
@@ -188,9 +186,9 @@ class InventoryConstraintTests(testtools.TestCase):
 
     def test_enrolled_shard_group_and_properties_select(self) -> None:
         workdir = self.useFixture(fixtures.TempDir()).path
-        server = ServerProcess()
+        server = InProcessServer()
         self.addCleanup(server.cleanup)
-        server.upgrade()
+        upgrade(server.db_url)
         inventory = os.path.join(workdir, "inv.json")
         nodes = {f"n{i}": {"driver": "fake-hardware",
                            "resource_class": "big",

@@ -9,7 +9,7 @@ import time
 import requests
 import testtools
 
-from baremetal_allocclient.tests.functional.server._server import ServerProcess
+from baremetal_allocclient.tests.fixtures.launcher import ServerProcess
 
 DELAY = 2.0  # serve --allocation-delay: how long the waiting create lasts
 

@@ -16,7 +16,7 @@ import time
 import requests
 import testtools
 
-from baremetal_allocclient.tests.functional.server._server import ServerProcess
+from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
 
 THREADS = 8
 BURST = 24  # three times the request threads
@@ -27,9 +27,8 @@ _HEADERS = {"X-OpenStack-Ironic-API-Version": "latest"}
 class PreferWaitCapTests(testtools.TestCase):
     def setUp(self) -> None:
         super().setUp()
-        self.server = ServerProcess()
+        self.server = InProcessServer()
         self.addCleanup(self.server.cleanup)
-        self.server.upgrade()
         self.server.start("--threads", str(THREADS),
                           "--allocation-delay", str(DELAY))
         self.server.make_nodes(2, "rc-cap")

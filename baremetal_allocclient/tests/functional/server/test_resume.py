@@ -9,7 +9,7 @@ from sqlalchemy import select
 
 from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import Allocation, utcnow
-from baremetal_allocclient.tests.functional.server._server import ServerProcess
+from baremetal_allocclient.tests.fixtures.launcher import ServerProcess
 
 
 class ResumeTests(testtools.TestCase):

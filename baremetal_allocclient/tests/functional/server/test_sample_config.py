@@ -15,7 +15,7 @@ import fixtures
 import testtools
 
 from baremetal_allocclient.server import config, options
-from baremetal_allocclient.tests.functional.server._server import SERVER
+from baremetal_allocclient.tests.fixtures.launcher import SERVER
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.dirname(os.path.abspath(__file__))))))

@@ -20,7 +20,7 @@ import time
 import requests
 import testtools
 
-from baremetal_allocclient.tests.functional.server._server import ServerProcess
+from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
 
 SLOW = 200  # slow connections, over three times the default 64 threads
 DRIP = 2.0  # seconds between two header lines of a slow client
@@ -63,9 +63,8 @@ class _SlowClients:
 class SlowClientTests(testtools.TestCase):
     def setUp(self) -> None:
         super().setUp()
-        self.server = ServerProcess()
+        self.server = InProcessServer()
         self.addCleanup(self.server.cleanup)
-        self.server.upgrade()
 
     def _timed_get(self, path: str) -> tuple[int, float]:
         began = time.monotonic()

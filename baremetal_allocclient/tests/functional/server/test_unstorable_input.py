@@ -16,11 +16,12 @@ from typing import Any, ClassVar
 import requests
 import testtools
 
-from baremetal_allocclient.tests.functional.multiprocess import _databases
-from baremetal_allocclient.tests.functional.server._server import (
-    ServerProcess,
-    run_cli,
+from baremetal_allocclient.tests.fixtures.inprocess import (
+    InProcessServer,
+    serve_for_class,
 )
+from baremetal_allocclient.tests.fixtures.launcher import run_cli
+from baremetal_allocclient.tests.functional.multiprocess import _databases
 
 _HEADERS = {
     "X-OpenStack-Ironic-API-Version": "latest",
@@ -34,7 +35,7 @@ class _UnstorableTests:
     """Mixin; ``kind`` names the database."""
 
     kind: ClassVar[str]
-    server: ClassVar[ServerProcess]
+    server: ClassVar[InProcessServer]
     node: ClassVar[str]
 
     @classmethod
@@ -44,9 +45,8 @@ class _UnstorableTests:
         cls.addClassCleanup(db.drop)  # type: ignore[attr-defined]
         result = run_cli("db", "upgrade", "--db", db.url, timeout=120)
         assert result.returncode == 0, result.stderr
-        cls.server = ServerProcess(db.url)
-        cls.addClassCleanup(cls.server.cleanup)  # type: ignore[attr-defined]
-        cls.server.start("--db-connections", "4")
+        cls.server = serve_for_class(cls, "--db-connections", "4",
+                                     db_url=db.url)
         cls.node = cls.server.make_nodes(1, "rc-unstorable")[0]["uuid"]
 
     def _send(self, method: str, path: str, raw: str | None

@@ -12,18 +12,19 @@ from typing import Any, ClassVar
 
 import testtools
 
-from baremetal_allocclient.tests.functional.multiprocess import _databases
-from baremetal_allocclient.tests.functional.server._server import (
-    ServerProcess,
-    run_cli,
+from baremetal_allocclient.tests.fixtures.inprocess import (
+    InProcessServer,
+    serve_for_class,
 )
+from baremetal_allocclient.tests.fixtures.launcher import run_cli
+from baremetal_allocclient.tests.functional.multiprocess import _databases
 
 
 class _UuidCaseTests:
     """Mixin; ``kind`` names the database."""
 
     kind: ClassVar[str]
-    server: ClassVar[ServerProcess]
+    server: ClassVar[InProcessServer]
 
     @classmethod
     def setUpClass(cls) -> None:
@@ -32,9 +33,8 @@ class _UuidCaseTests:
         cls.addClassCleanup(db.drop)  # type: ignore[attr-defined]
         result = run_cli("db", "upgrade", "--db", db.url, timeout=120)
         assert result.returncode == 0, result.stderr
-        cls.server = ServerProcess(db.url)
-        cls.addClassCleanup(cls.server.cleanup)  # type: ignore[attr-defined]
-        cls.server.start("--db-connections", "4")
+        cls.server = serve_for_class(cls, "--db-connections", "4",
+                                     db_url=db.url)
 
     def expect(self, status: int, method: str, path: str,
                body: Any = None) -> Any:

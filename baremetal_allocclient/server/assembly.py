@@ -1,0 +1,160 @@
+"""The WSGI application and its services, built from ``serve``'s options.
+
+``baremetal-alloc-server serve`` and the tests' in-process server both build
+through :func:`build` and :func:`front_end`, so a test served in-process runs
+the same wiring as the command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from baremetal_allocclient.server import security
+from baremetal_allocclient.server.api.context import Services
+from baremetal_allocclient.server.api.prefer import (
+    WaitPermits,
+    waiting_capacity,
+)
+from baremetal_allocclient.server.app import MAX_BODY, Application
+from baremetal_allocclient.server.backends import options as backend_options
+from baremetal_allocclient.server.backends.base import Backend
+from baremetal_allocclient.server.conductor.fake_hardware import FakeHardware
+from baremetal_allocclient.server.conductor.lease_expiry import LeaseExpiry
+from baremetal_allocclient.server.conductor.membership import Membership
+from baremetal_allocclient.server.conductor.queueing import QueueRounds
+from baremetal_allocclient.server.conductor.takeover import Takeover
+from baremetal_allocclient.server.conductor.workers import AllocationWorkers
+from baremetal_allocclient.server.db.engine import Database, is_unavailable
+from baremetal_allocclient.server.db.models import utcnow
+from baremetal_allocclient.server.frontend import options as frontend_options
+from baremetal_allocclient.server.frontend.server import FrontEnd
+
+LOG = logging.getLogger("baremetal_allocclient.server")
+LISTEN_BACKLOG = 1024
+RESUME_RETRY = 5  # seconds between resume attempts while the DB is down
+
+
+@dataclass
+class Assembly:
+    """One conductor: the wrapped application and the services behind it."""
+
+    db: Database
+    setup: security.SecuritySetup
+    backend: Backend
+    membership: Membership
+    workers: AllocationWorkers
+    rounds: QueueRounds | None
+    takeover: Takeover
+    hardware: FakeHardware
+    expiry: LeaseExpiry
+    app: Any
+    started: datetime.datetime
+
+    def start(self) -> None:
+        """Start the background services (the membership already runs)."""
+        threading.Thread(
+            target=_resume, args=(self.workers, self.started), name="resume",
+            daemon=True,
+        ).start()
+        self.takeover.start()
+        self.expiry.start()
+        if self.rounds is not None:
+            self.rounds.start()
+        self.hardware.resume()
+        self.backend.start()
+
+    def stop(self) -> None:
+        """No new take-overs; running allocations finish, queued ones stay
+        ``allocating`` under this name, and leaving lets others take them
+        over at once."""
+        self.takeover.stop()
+        self.expiry.stop()
+        if self.rounds is not None:
+            self.rounds.stop()
+        self.workers.shutdown()
+        self.backend.stop()
+        self.hardware.shutdown()
+        self.membership.leave()
+
+
+def build(db: Database, args: argparse.Namespace) -> Assembly:
+    """Join the conductors and wire the services of ``args``.
+
+    Raises :class:`security.SecurityConfigError`,
+    :class:`backend_options.BackendConfigError`, ``SchemaOutOfDate``,
+    ``ConductorNameInUse`` or SQLAlchemy's ``DBAPIError``.
+    """
+    setup = security.configure(args)
+    backend = backend_options.build(db, args)
+    if args.upgrade:
+        db.upgrade()
+    db.check_schema()
+    membership = Membership(
+        db, args.conductor_name, args.heartbeat_interval,
+        args.heartbeat_timeout,
+    )
+    membership.join()
+    started = utcnow()
+    membership.start()
+    workers = AllocationWorkers(
+        db, args.conductor_name, args.workers, backlog=args.pending,
+        allocation_delay=args.allocation_delay, backend=backend,
+    )
+    # Waiting in line needs the database's reservation (the Placement
+    # backend does not offer it; see doc/source/explanation/lifecycle.rst).
+    rounds = (QueueRounds(db, workers, args.queue_interval,
+                          args.max_queue_wait)
+              if backend.name == "database" else None)
+    takeover = Takeover(
+        db, workers, args.heartbeat_timeout, args.takeover_interval,
+        wake_queue=rounds.wake if rounds is not None else None,
+    )
+    hardware = FakeHardware(db, step_delay=args.step_delay)
+    expiry = LeaseExpiry(db, hardware, args.expire_leases,
+                         undeploy=args.expire_leases_undeploy)
+    app = setup.wrap(Application(Services(
+        db, workers, hardware, args.conductor_name, backend,
+        max_prefer_wait=args.max_prefer_wait,
+        waiting=WaitPermits(waiting_capacity(args.threads)),
+        lease_expiry=args.expire_leases,
+        lease_undeploy=args.expire_leases_undeploy,
+        queue=rounds,
+    )))
+    return Assembly(db, setup, backend, membership, workers, rounds,
+                    takeover, hardware, expiry, app, started)
+
+
+def front_end(assembly: Assembly, args: argparse.Namespace) -> FrontEnd:
+    """The HTTP server of ``args`` over the assembly's application."""
+    return FrontEnd(
+        assembly.app, args.host, args.port, frontend_options.from_args(args),
+        # A burst of clients connecting at once must queue, not be reset.
+        backlog=LISTEN_BACKLOG,
+        max_header=security.MAX_HEADER_BYTES,
+        # The application answers a body over MAX_BODY with its own 413;
+        # the front end refuses (413) to buffer one over twice that.
+        max_body=2 * MAX_BODY,
+        tls_context=assembly.setup.tls_context,
+    )
+
+
+def _resume(workers: AllocationWorkers, started: datetime.datetime) -> None:
+    """Queue this conductor's leftovers (in the background: it waits for
+    free worker slots when there are more leftovers than slots, and for
+    the database when it is unreachable)."""
+    while True:
+        try:
+            workers.resume(created_before=started)
+            return
+        except Exception as exc:
+            if not is_unavailable(exc):
+                raise
+        LOG.warning("Resume postponed, database unavailable; retrying in "
+                    "%d s", RESUME_RETRY)
+        time.sleep(RESUME_RETRY)
