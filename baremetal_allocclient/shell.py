@@ -44,6 +44,27 @@ COMMANDS: Mapping[str, str] = {
     "expire": "baremetal_allocclient.osc.v1.leases:ExpireLeases",
 }
 
+#: cliff's output formatters, as cliff's entry points register them (and
+#: in their order, which is the order of their options in ``--help``).
+#: ``baremetal-alloc`` offers these without looking formatters up among
+#: every installed package's entry points.
+FORMATTERS: Mapping[str, tuple[tuple[str, str], ...]] = {
+    "cliff.formatter.list": (
+        ("csv", "cliff.formatters.commaseparated:CSVLister"),
+        ("json", "cliff.formatters.json_format:JSONFormatter"),
+        ("table", "cliff.formatters.table:TableFormatter"),
+        ("value", "cliff.formatters.value:ValueFormatter"),
+        ("yaml", "cliff.formatters.yaml_format:YAMLFormatter"),
+    ),
+    "cliff.formatter.show": (
+        ("json", "cliff.formatters.json_format:JSONFormatter"),
+        ("shell", "cliff.formatters.shell:ShellFormatter"),
+        ("table", "cliff.formatters.table:TableFormatter"),
+        ("value", "cliff.formatters.value:ValueFormatter"),
+        ("yaml", "cliff.formatters.yaml_format:YAMLFormatter"),
+    ),
+}
+
 #: Auth types handled without keystone.
 NO_AUTH = "none"
 HTTP_BASIC = "http_basic"
@@ -75,6 +96,24 @@ class FixedCommandManager(commandmanager.CommandManager):
         super().__init__(namespace=None)
         for name, target in table.items():
             self.commands[name] = _LazyCommand(name, target)  # type: ignore[assignment]
+
+
+def formatter_manager(namespace: str) -> Any:
+    """A stevedore manager of the :data:`FORMATTERS` of ``namespace``, each
+    loaded and instantiated, as cliff's own lookup would give them."""
+    from importlib.metadata import EntryPoint
+
+    from stevedore import extension
+
+    if namespace not in FORMATTERS:
+        return extension.ExtensionManager(namespace, invoke_on_load=True)
+    found = []
+    for name, target in FORMATTERS[namespace]:
+        entry_point = EntryPoint(name, target, namespace)
+        plugin = entry_point.load()
+        found.append(extension.Extension(name, entry_point, plugin, plugin()))
+    return extension.ExtensionManager.make_test_instance(
+        found, namespace=namespace)
 
 
 def _env(*names: str, default: str | None = None) -> str | None:
@@ -403,7 +442,7 @@ class AllocationApp(cliff_app.App):
         super().__init__(
             description="Reserve bare metal nodes with the Ironic "
             "Allocation API.",
-            version=_version(),
+            version=None,  # looked up only for --version
             command_manager=FixedCommandManager(),
             deferred_help=True,
         )
@@ -423,7 +462,14 @@ class AllocationApp(cliff_app.App):
             description, version, argparse_kwargs
         )
         add_connection_options(parser, self._argv)
+        version_action = parser._option_string_actions["--version"]
+        version_action.__class__ = _VersionAction
         return parser
+
+    def formatters(self, namespace: str) -> Any:
+        """The output formatters of a command (see
+        :class:`baremetal_allocclient.osc.v1.base.AllocationCommand`)."""
+        return formatter_manager(namespace)
 
     def configure_logging(self) -> None:
         """Warnings and errors only, unless -v/--debug ask for more."""
@@ -470,6 +516,22 @@ class AllocationApp(cliff_app.App):
                 return 2
         result: int = super().run_subcommand(argv)
         return result
+
+
+class _VersionAction(argparse._VersionAction):
+    """``--version`` as cliff words it, the installed version looked up
+    only when asked: reading package metadata on every run would cost
+    each command a share of its start-up."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        self.version = f"{cliff_app.App.NAME} {_version()}"
+        super().__call__(parser, namespace, values, option_string)
 
 
 def _version() -> str:
