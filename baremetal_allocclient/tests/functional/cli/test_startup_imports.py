@@ -1,8 +1,10 @@
 """``baremetal-alloc list`` imports only what listing needs.
 
-The installed console script runs in a subprocess under ``python -X
-importtime`` against the reference server on loopback; every module the
-run imported is named on stderr. The modules of other verbs (create's
+The installed console script runs in a subprocess, through a wrapper that
+writes the names in ``sys.modules`` to a file at exit, against the
+reference server on loopback. (``-X importtime`` would not do: it misses
+the modules imported with ``importlib.import_module``, as the command
+modules are.) The modules of other verbs (create's
 modes, constraints, leases, groups, capacity, explain, completion, the
 progress reporter), authentication plugins, openstacksdk's config loader
 and, unless a table is printed, the table libraries must be absent.
@@ -13,6 +15,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import unittest
 
 import testtools
@@ -58,25 +61,40 @@ SDK_LAZY = (
 )
 
 
+#: Runs the script named first in its arguments with the rest; at exit
+#: writes every module name in ``sys.modules`` to the file named by
+#: ``MODULES_FILE``.
+WRAPPER = """\
+import atexit, os, runpy, sys
+
+
+def dump():
+    with open(os.environ["MODULES_FILE"], "w", encoding="utf-8") as out:
+        out.write("\\n".join(sorted(sys.modules)))
+
+
+atexit.register(dump)
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
 def imported_modules(*args: str, endpoint: str) -> tuple[set[str], str]:
     """The modules a ``baremetal-alloc`` run imported, and its stdout."""
     script = os.path.join(clirunner.BIN_DIR, clirunner.STANDALONE)
-    proc = subprocess.run(
-        [sys.executable, "-X", "importtime", script,
-         "--os-endpoint", endpoint, *args],
-        capture_output=True, text=True, timeout=120, check=False,
-        env=clirunner.clean_env(),
-    )
-    modules: set[str] = set()
-    other: list[str] = []
-    for line in proc.stderr.splitlines():
-        if line.startswith("import time:") and "|" in line:
-            modules.add(line.rsplit("|", 1)[1].strip())
-        else:
-            other.append(line)
-    if proc.returncode != 0:
-        raise AssertionError(f"exit {proc.returncode}: {other}")
-    return modules, proc.stdout
+    with tempfile.TemporaryDirectory() as tmp:
+        listing = os.path.join(tmp, "modules")
+        proc = subprocess.run(
+            [sys.executable, "-c", WRAPPER, script,
+             "--os-endpoint", endpoint, *args],
+            capture_output=True, text=True, timeout=120, check=False,
+            env=clirunner.clean_env({"MODULES_FILE": listing}),
+        )
+        if proc.returncode != 0:
+            raise AssertionError(
+                f"exit {proc.returncode}: {proc.stderr}")
+        with open(listing, encoding="utf-8") as stream:
+            return set(stream.read().split("\n")), proc.stdout
 
 
 def imported(modules: set[str], names: tuple[str, ...]) -> list[str]:
