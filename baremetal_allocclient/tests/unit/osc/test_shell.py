@@ -198,6 +198,7 @@ class TestNoPackageScan(testtools.TestCase):
     def test_commands_do_not_scan(self) -> None:
         from stevedore import extension
 
+        _keep_collector(self)
         self.useFixture(fixtures.EnvironmentVariable("OS_CLOUD"))
         self.useFixture(fixtures.MockPatchObject(
             extension.ExtensionManager, "list_entry_points",
@@ -242,3 +243,46 @@ class TestNoPackageScan(testtools.TestCase):
 
         self.assertEqual(f"{cliff_app.App.NAME} 9.9\n",
                          stdout.getDetails()["stdout"].as_text())
+
+
+def _keep_collector(test: testtools.TestCase) -> None:
+    """shell.main turns the garbage collector off on its way out (the
+    process ends); keep it on in the test process."""
+    import gc
+
+    test.useFixture(fixtures.MockPatch(
+        "baremetal_allocclient.shell._quick_exit"))
+    test.addCleanup(gc.enable)
+    test.addCleanup(gc.unfreeze)
+
+
+class TestCollector(testtools.TestCase):
+    """No garbage collection during start-up; as usual once the client
+    exists (a command may wait for hours)."""
+
+    def test_off_until_the_client_exists(self) -> None:
+        import gc
+
+        _keep_collector(self)
+        self.useFixture(fixtures.EnvironmentVariable("OS_CLOUD"))
+        during_start_up = []
+        real_build = shell.build_client
+
+        def build(options: argparse.Namespace) -> Any:
+            during_start_up.append(gc.isenabled())
+            return real_build(options)
+
+        self.useFixture(fixtures.MockPatch(
+            "baremetal_allocclient.shell.build_client", side_effect=build))
+        stdout = self.useFixture(fixtures.StringStream("stdout"))
+        self.useFixture(fixtures.MonkeyPatch("sys.stdout", stdout.stream))
+        after = []
+        endpoint = "http://bm.example:6385"
+        with requests_mock.Mocker() as mocker:
+            mocker.get(endpoint + "/v1/allocations",
+                       json={"allocations": []})
+            mocker.add_matcher(lambda request: after.append(gc.isenabled()))
+            self.assertEqual(0, shell.main(
+                ["--os-endpoint", endpoint, "list", "-f", "json"]))
+        self.assertEqual([False], during_start_up)
+        self.assertEqual([True], after)
