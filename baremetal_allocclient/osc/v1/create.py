@@ -48,15 +48,27 @@ class CreateAllocation(base.AllocationCommand, base.IronicclientColumns,
         self, parsed_args: argparse.Namespace
     ) -> tuple[Sequence[str], Any]:
         if group_options.wanted(parsed_args):
-            self._check(group_options.create_problem(parsed_args))
-            self._check(parsing.create_arguments_problem(
-                resource_class=parsed_args.resource_class, node=None,
-                count=parsed_args.count or 1, name=None, uuid=None,
-                output_format=None))
-            self._many = True
-            made = create_modes.make_group(
-                self._context(parsed_args), parsed_args)
-            return self._output(made, parsed_args)
+            return self._group(parsed_args)
+        return self._reserve(parsed_args)
+
+    def _group(
+        self, parsed_args: argparse.Namespace
+    ) -> tuple[Sequence[str], Any]:
+        """``--all-or-nothing`` / ``--group``: always a list."""
+        self._check(group_options.create_problem(parsed_args))
+        self._check(parsing.create_arguments_problem(
+            resource_class=parsed_args.resource_class, node=None,
+            count=parsed_args.count or 1, name=None, uuid=None,
+            output_format=None))
+        self._many = True
+        made = create_modes.make_group(
+            self._context(parsed_args), parsed_args)
+        return self._output(made, parsed_args)
+
+    def _reserve(
+        self, parsed_args: argparse.Namespace
+    ) -> tuple[Sequence[str], Any]:
+        """One allocation, or a list of them with ``--count``."""
         self._check(parsing.create_arguments_problem(
             resource_class=parsed_args.resource_class,
             node=parsed_args.node,
@@ -71,10 +83,10 @@ class CreateAllocation(base.AllocationCommand, base.IronicclientColumns,
         ))
         from baremetal_allocclient.v1 import budget
 
-        # One budget from the first request to the last (0: no limit),
-        # extension discovery included.
         self._many = parsed_args.count is not None
         ctx = self._context(parsed_args)
+        # One budget from the first request to the last (0: no limit),
+        # extension discovery included.
         deadline = ctx.client.deadline(parsed_args.wait_timeout or None)
         with budget.bounded(deadline):
             made = create_modes.reserve(ctx, deadline, parsed_args)
