@@ -14,6 +14,7 @@ Exit codes: 0 success, 1 failure, 2 usage error.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import logging
 import os
@@ -42,6 +43,27 @@ COMMANDS: Mapping[str, str] = {
     "explain": "baremetal_allocclient.osc.v1.explain:ExplainAllocation",
     "renew": "baremetal_allocclient.osc.v1.leases:RenewLease",
     "expire": "baremetal_allocclient.osc.v1.leases:ExpireLeases",
+}
+
+#: cliff's output formatters, as cliff's entry points register them (and
+#: in their order, which is the order of their options in ``--help``).
+#: ``baremetal-alloc`` offers these without looking formatters up among
+#: every installed package's entry points.
+FORMATTERS: Mapping[str, tuple[tuple[str, str], ...]] = {
+    "cliff.formatter.list": (
+        ("csv", "cliff.formatters.commaseparated:CSVLister"),
+        ("json", "cliff.formatters.json_format:JSONFormatter"),
+        ("table", "cliff.formatters.table:TableFormatter"),
+        ("value", "cliff.formatters.value:ValueFormatter"),
+        ("yaml", "cliff.formatters.yaml_format:YAMLFormatter"),
+    ),
+    "cliff.formatter.show": (
+        ("json", "cliff.formatters.json_format:JSONFormatter"),
+        ("shell", "cliff.formatters.shell:ShellFormatter"),
+        ("table", "cliff.formatters.table:TableFormatter"),
+        ("value", "cliff.formatters.value:ValueFormatter"),
+        ("yaml", "cliff.formatters.yaml_format:YAMLFormatter"),
+    ),
 }
 
 #: Auth types handled without keystone.
@@ -75,6 +97,24 @@ class FixedCommandManager(commandmanager.CommandManager):
         super().__init__(namespace=None)
         for name, target in table.items():
             self.commands[name] = _LazyCommand(name, target)  # type: ignore[assignment]
+
+
+def formatter_manager(namespace: str) -> Any:
+    """A stevedore manager of the :data:`FORMATTERS` of ``namespace``, each
+    loaded and instantiated, as cliff's own lookup would give them."""
+    from importlib.metadata import EntryPoint
+
+    from stevedore import extension
+
+    if namespace not in FORMATTERS:
+        return extension.ExtensionManager(namespace, invoke_on_load=True)
+    found = []
+    for name, target in FORMATTERS[namespace]:
+        entry_point = EntryPoint(name, target, namespace)
+        plugin = entry_point.load()
+        found.append(extension.Extension(name, entry_point, plugin, plugin()))
+    return extension.ExtensionManager.make_test_instance(
+        found, namespace=namespace)
 
 
 def _env(*names: str, default: str | None = None) -> str | None:
@@ -333,6 +373,7 @@ class ClientManager:
     def baremetal_allocation(self) -> Client:
         if self._client is None:
             self._client = build_client(self._options)
+            _start_up_over()
         return self._client
 
 
@@ -403,7 +444,7 @@ class AllocationApp(cliff_app.App):
         super().__init__(
             description="Reserve bare metal nodes with the Ironic "
             "Allocation API.",
-            version=_version(),
+            version=None,  # looked up only for --version
             command_manager=FixedCommandManager(),
             deferred_help=True,
         )
@@ -423,7 +464,14 @@ class AllocationApp(cliff_app.App):
             description, version, argparse_kwargs
         )
         add_connection_options(parser, self._argv)
+        version_action = parser._option_string_actions["--version"]
+        version_action.__class__ = _VersionAction
         return parser
+
+    def formatters(self, namespace: str) -> Any:
+        """The output formatters of a command (see
+        :class:`baremetal_allocclient.osc.v1.base.AllocationCommand`)."""
+        return formatter_manager(namespace)
 
     def configure_logging(self) -> None:
         """Warnings and errors only, unless -v/--debug ask for more."""
@@ -472,6 +520,22 @@ class AllocationApp(cliff_app.App):
         return result
 
 
+class _VersionAction(argparse._VersionAction):
+    """``--version`` as cliff words it, the installed version looked up
+    only when asked: reading package metadata on every run would cost
+    each command a share of its start-up."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        self.version = f"{cliff_app.App.NAME} {_version()}"
+        super().__call__(parser, namespace, values, option_string)
+
+
 def _version() -> str:
     try:
         from importlib.metadata import version
@@ -484,6 +548,10 @@ def _version() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Console-script entry point."""
     args = list(sys.argv[1:] if argv is None else argv)
+    # Start-up (parsing, the command's and the SDK's imports) allocates
+    # much and frees little: the collector would scan it all in vain,
+    # several times. It runs again once the client exists.
+    gc.disable()
     app = AllocationApp(args)
     try:
         return app.run(args)
@@ -491,12 +559,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         _quick_exit()
 
 
+def _start_up_over() -> None:
+    """Collect garbage again, leaving out what start-up made (it lives
+    until exit): a command that waits for hours is collected as usual."""
+    gc.freeze()
+    gc.enable()
+
+
 def _quick_exit() -> None:
     """Make interpreter shutdown cheap: a command is over, and freeing
     every object one by one at exit took 0.3-0.4 s on a loaded machine,
     time a ``--wait N`` budget promises not to spend."""
-    import gc
-
     gc.freeze()
     gc.disable()
 

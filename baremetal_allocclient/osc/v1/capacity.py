@@ -17,7 +17,7 @@ from typing import Any
 from cliff import columns as cliff_columns
 from cliff import lister
 
-from baremetal_allocclient.osc.v1.allocation import _client, _Provenance
+from baremetal_allocclient.osc.v1 import base
 from baremetal_allocclient.osc.v1.constraint_options import (
     add_constraint_options,
     constraints_from_args,
@@ -56,7 +56,7 @@ def capacity_rows(
     ]
 
 
-class AllocationCapacity(lister.Lister, _Provenance):
+class AllocationCapacity(base.AllocationCommand, lister.Lister):
     """Show allocated, reserved and free nodes per resource class.
 
     Reserved nodes are those unusable now, counted by reason.
@@ -76,7 +76,7 @@ class AllocationCapacity(lister.Lister, _Provenance):
     def take_action(
         self, parsed_args: argparse.Namespace
     ) -> tuple[Sequence[str], Iterable[Sequence[Any]]]:
-        entries = _client(self).get_allocation_capacity(
+        entries = base.client(self).get_allocation_capacity(
             parsed_args.resource_class,
             constraints=constraints_from_args(
                 self._parser, parsed_args) or None,

@@ -12,8 +12,7 @@ from typing import Any
 
 from cliff import lister
 
-from baremetal_allocclient.osc.v1 import parsing
-from baremetal_allocclient.osc.v1.allocation import _client, _Provenance
+from baremetal_allocclient.osc.v1 import base, parsing
 from baremetal_allocclient.osc.v1.constraint_options import (
     add_constraint_options,
     constraints_from_args,
@@ -29,7 +28,7 @@ def funnel_rows(doc: Mapping[str, Any]) -> list[tuple[Any, ...]]:
             for step in doc.get("funnel") or ()]
 
 
-class ExplainAllocation(lister.Lister, _Provenance):
+class ExplainAllocation(base.AllocationCommand, lister.Lister):
     """Show how many nodes pass each filter of an allocation request.
 
     The filter that leaves none is named; nothing is reserved.
@@ -58,7 +57,7 @@ class ExplainAllocation(lister.Lister, _Provenance):
     def take_action(
         self, parsed_args: argparse.Namespace
     ) -> tuple[Sequence[str], Iterable[Sequence[Any]]]:
-        doc = _client(self).explain(
+        doc = base.client(self).explain(
             parsed_args.resource_class,
             traits=parsed_args.traits,
             candidate_nodes=parsed_args.candidate_nodes,

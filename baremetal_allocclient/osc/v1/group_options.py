@@ -120,7 +120,7 @@ def delete_group(client: Client, name: str, ignore_missing: bool,
                  stdout: Any) -> None:
     """Release a group, one line per deleted allocation; a group with no
     allocations is an error unless ``ignore_missing``."""
-    from baremetal_allocclient.osc.v1.allocation import CommandFailed
+    from baremetal_allocclient.osc.v1.base import CommandFailed
 
     deleted = client.release_group(name)
     for uuid in deleted:

@@ -1,4 +1,5 @@
-"""Leases on the command line: ``create --lease``, ``renew``, ``expire``.
+"""Leases on the command line: ``renew`` and ``expire`` (``create --lease``
+is :mod:`.lease_options`).
 
 ``renew`` and ``expire`` are served by both programs
 (``baremetal-alloc renew|expire`` and ``openstack baremetal allocation
@@ -20,36 +21,10 @@ from typing import Any
 from cliff import show
 
 from baremetal_allocclient import leases
-from baremetal_allocclient.osc.v1 import group_options, parsing
-from baremetal_allocclient.osc.v1.allocation import (
-    CommandFailed,
-    _client,
-    _Provenance,
-)
+from baremetal_allocclient.osc.v1 import base, group_options, parsing
 
 
-def add_lease_option(parser: argparse.ArgumentParser) -> None:
-    """``--lease DURATION`` of ``create``."""
-    parser.add_argument(
-        "--lease",
-        type=parsing.lease_duration,
-        metavar="<duration>",
-        help="Give the allocation back after this long: 90s, 30m, 2h, 1d, "
-        "1h30m... The end is recorded in extra as "
-        f"{leases.EXPIRES_KEY} (UTC); 'expire' (e.g. from cron) or "
-        "'baremetal-alloc-server serve --expire-leases' releases it then. "
-        "Renew with 'renew'.",
-    )
-
-
-def extra_with_lease(
-    extra: dict[str, str], lease: datetime.timedelta | None
-) -> dict[str, Any]:
-    """``--extra`` values plus the lease keys (``--lease`` wins)."""
-    return leases.with_lease(extra, lease, leases.utcnow()) or {}
-
-
-class RenewLease(show.ShowOne, _Provenance):
+class RenewLease(base.AllocationCommand, show.ShowOne):
     """Renew an allocation's lease: it now ends this long from now."""
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
@@ -89,7 +64,7 @@ class RenewLease(show.ShowOne, _Provenance):
         if parsed_args.group is not None:
             self._renew_group(parsed_args.group, parsed_args.lease)
             return (), ()
-        renewed = _client(self).renew_lease(
+        renewed = base.client(self).renew_lease(
             parsed_args.allocation, parsed_args.lease)
         return columns.RECORD, columns.row(renewed, columns.RECORD)
 
@@ -99,11 +74,11 @@ class RenewLease(show.ShowOne, _Provenance):
         from baremetal_allocclient import exceptions
 
         try:
-            renewed = _client(self).renew_group(name, lease)
+            renewed = base.client(self).renew_group(name, lease)
         except exceptions.ClientError as exc:
-            raise CommandFailed(str(exc)) from exc
+            raise base.CommandFailed(str(exc)) from exc
         if not renewed:
-            raise CommandFailed(f"Group {name} has no allocations")
+            raise base.CommandFailed(f"Group {name} has no allocations")
         for member in renewed:
             self.app.stdout.write(
                 f"Renewed allocation {member.name} ({member.uuid}) of group "
@@ -119,7 +94,7 @@ class RenewLease(show.ShowOne, _Provenance):
         return result
 
 
-class ExpireLeases(_Provenance):
+class ExpireLeases(base.AllocationCommand):
     """Release the allocations whose lease has ended.
 
     Allocations whose node is deployed are reported, not released. For
@@ -153,7 +128,7 @@ class ExpireLeases(_Provenance):
         return parser
 
     def take_action(self, parsed_args: argparse.Namespace) -> int:
-        report = _client(self).expire(
+        report = base.client(self).expire(
             dry_run=parsed_args.dry_run, undeploy=parsed_args.undeploy,
             resource_class=parsed_args.resource_class,
             owner=parsed_args.owner,
@@ -163,5 +138,5 @@ class ExpireLeases(_Provenance):
             if entry not in failed:
                 self.app.stdout.write(entry.describe() + "\n")
         if failed:
-            raise CommandFailed("\n".join(e.describe() for e in failed))
+            raise base.CommandFailed("\n".join(e.describe() for e in failed))
         return 0

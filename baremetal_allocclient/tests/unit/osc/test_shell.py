@@ -181,3 +181,108 @@ class TestBuildClient(testtools.TestCase):
             shell.UsageError, shell.build_client,
             _options("--os-auth-type", "no-such-plugin", "--os-auth-url",
                      "http://keystone.example:5000"))
+
+
+class TestNoPackageScan(testtools.TestCase):
+    """baremetal-alloc looks nothing up among installed entry points."""
+
+    def test_formatter_table_is_cliffs(self) -> None:
+        from importlib.metadata import entry_points
+
+        for group, table in shell.FORMATTERS.items():
+            installed = tuple((ep.name, ep.value)
+                              for ep in entry_points(group=group)
+                              if ep.value.startswith("cliff."))
+            self.assertEqual(installed, table, group)
+
+    def test_commands_do_not_scan(self) -> None:
+        from stevedore import extension
+
+        _keep_collector(self)
+        self.useFixture(fixtures.EnvironmentVariable("OS_CLOUD"))
+        self.useFixture(fixtures.MockPatchObject(
+            extension.ExtensionManager, "list_entry_points",
+            side_effect=AssertionError("scanned entry points")))
+        stdout = self.useFixture(fixtures.StringStream("stdout"))
+        self.useFixture(fixtures.MonkeyPatch("sys.stdout", stdout.stream))
+        endpoint = "http://bm.example:6385"
+        with requests_mock.Mocker() as mocker:
+            mocker.get(endpoint + "/v1/allocations",
+                       json={"allocations": []})
+            for output in ("table", "json", "value", "yaml", "csv"):
+                self.assertEqual(0, shell.main(
+                    ["--os-endpoint", endpoint, "list", "-f", output]))
+        stdout.stream.flush()
+        self.assertIn("[]", stdout.getDetails()["stdout"].as_text())
+
+    def test_formatters_as_cliff_loads_them(self) -> None:
+        import stevedore
+
+        for group in shell.FORMATTERS:
+            ours = shell.formatter_manager(group)
+            cliffs = stevedore.ExtensionManager(group, invoke_on_load=True)
+            self.assertEqual(
+                [(e.name, type(e.obj)) for e in cliffs
+                 if e.entry_point.value.startswith("cliff.")],
+                [(e.name, type(e.obj)) for e in ours])
+
+    def test_version_only_when_asked(self) -> None:
+        self.useFixture(fixtures.MockPatch(
+            "baremetal_allocclient.shell._version",
+            side_effect=AssertionError("looked up")))
+        app = shell.AllocationApp([])
+        app.parser.parse_known_args(["list"])
+        self.useFixture(fixtures.MockPatch(
+            "baremetal_allocclient.shell._version", return_value="9.9"))
+        stdout = self.useFixture(fixtures.StringStream("stdout"))
+        self.useFixture(fixtures.MonkeyPatch("sys.stdout", stdout.stream))
+        with testtools.ExpectedException(SystemExit, "0"):
+            app.parser.parse_known_args(["--version"])
+        stdout.stream.flush()
+        from cliff import app as cliff_app
+
+        self.assertEqual(f"{cliff_app.App.NAME} 9.9\n",
+                         stdout.getDetails()["stdout"].as_text())
+
+
+def _keep_collector(test: testtools.TestCase) -> None:
+    """shell.main turns the garbage collector off on its way out (the
+    process ends); keep it on in the test process."""
+    import gc
+
+    test.useFixture(fixtures.MockPatch(
+        "baremetal_allocclient.shell._quick_exit"))
+    test.addCleanup(gc.enable)
+    test.addCleanup(gc.unfreeze)
+
+
+class TestCollector(testtools.TestCase):
+    """No garbage collection during start-up; as usual once the client
+    exists (a command may wait for hours)."""
+
+    def test_off_until_the_client_exists(self) -> None:
+        import gc
+
+        _keep_collector(self)
+        self.useFixture(fixtures.EnvironmentVariable("OS_CLOUD"))
+        during_start_up = []
+        real_build = shell.build_client
+
+        def build(options: argparse.Namespace) -> Any:
+            during_start_up.append(gc.isenabled())
+            return real_build(options)
+
+        self.useFixture(fixtures.MockPatch(
+            "baremetal_allocclient.shell.build_client", side_effect=build))
+        stdout = self.useFixture(fixtures.StringStream("stdout"))
+        self.useFixture(fixtures.MonkeyPatch("sys.stdout", stdout.stream))
+        after = []
+        endpoint = "http://bm.example:6385"
+        with requests_mock.Mocker() as mocker:
+            mocker.get(endpoint + "/v1/allocations",
+                       json={"allocations": []})
+            mocker.add_matcher(lambda request: after.append(gc.isenabled()))
+            self.assertEqual(0, shell.main(
+                ["--os-endpoint", endpoint, "list", "-f", "json"]))
+        self.assertEqual([False], during_start_up)
+        self.assertEqual([True], after)

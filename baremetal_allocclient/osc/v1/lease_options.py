@@ -1,0 +1,34 @@
+"""``create --lease``: the option and its value in the allocation's extra.
+
+The ``renew`` and ``expire`` commands are in :mod:`.leases`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+from typing import Any
+
+from baremetal_allocclient import leases
+from baremetal_allocclient.osc.v1 import parsing
+
+
+def add_lease_option(parser: argparse.ArgumentParser) -> None:
+    """``--lease DURATION`` of ``create``."""
+    parser.add_argument(
+        "--lease",
+        type=parsing.lease_duration,
+        metavar="<duration>",
+        help="Give the allocation back after this long: 90s, 30m, 2h, 1d, "
+        "1h30m... The end is recorded in extra as "
+        f"{leases.EXPIRES_KEY} (UTC); 'expire' (e.g. from cron) or "
+        "'baremetal-alloc-server serve --expire-leases' releases it then. "
+        "Renew with 'renew'.",
+    )
+
+
+def extra_with_lease(
+    extra: dict[str, str], lease: datetime.timedelta | None
+) -> dict[str, Any]:
+    """``--extra`` values plus the lease keys (``--lease`` wins)."""
+    return leases.with_lease(extra, lease, leases.utcnow()) or {}
