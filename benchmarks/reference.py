@@ -132,8 +132,8 @@ def seed_allocations(db: str, resource_class: str) -> int:
 
 def explain_selection(db: str, resource_class: str) -> list[str]:
     """The plan of the exact query the workers run to find candidates."""
+    from baremetal_allocclient.server.allocation import selection
     from baremetal_allocclient.server.db import queries
-    from baremetal_allocclient.server.logic import selection
 
     request = selection.Request(resource_class=resource_class)
     filters = tuple(selection.active_filters(request))

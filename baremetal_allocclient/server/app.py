@@ -17,21 +17,18 @@ from werkzeug.wrappers import Request, Response
 
 from baremetal_allocclient.constraints import EXPLAIN_PATH
 from baremetal_allocclient.groups import PATH as GROUPS_PATH
-from baremetal_allocclient.server.api import (
+from baremetal_allocclient.server.allocation.handlers import (
     allocations,
-    boot_mode,
     capacity,
     explain,
-    extensions,
     groups,
+)
+from baremetal_allocclient.server.api import (
+    extensions,
     limits,
-    nodes,
     openapi,
-    ports,
     storable,
     versions,
-    vifs,
-    vmedia,
 )
 from baremetal_allocclient.server.api.context import (
     Context,
@@ -45,6 +42,13 @@ from baremetal_allocclient.server.db.engine import (
     is_transient,
     is_unavailable,
     short_reason,
+)
+from baremetal_allocclient.server.ironic.handlers import (
+    boot_mode,
+    nodes,
+    ports,
+    vifs,
+    vmedia,
 )
 
 LOG = logging.getLogger(__name__)

@@ -12,7 +12,9 @@ from collections.abc import Sequence
 from types import FrameType
 
 from baremetal_allocclient.server import config, options, security
-from baremetal_allocclient.server.backends import options as backend_options
+from baremetal_allocclient.server.allocation.backends import (
+    options as backend_options,
+)
 from baremetal_allocclient.server.frontend import options as frontend_options
 
 LOG = logging.getLogger("baremetal_allocclient.server")
@@ -120,11 +122,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _enroll(db: object, args: argparse.Namespace) -> int:
-    from baremetal_allocclient.server import inventory
     from baremetal_allocclient.server.db.engine import (
         Database,
         SchemaOutOfDate,
     )
+    from baremetal_allocclient.server.ironic import inventory
 
     assert isinstance(db, Database)
     defaults = inventory.Defaults(
@@ -151,7 +153,7 @@ def _enroll(db: object, args: argparse.Namespace) -> int:
 
 def _enroll_notes(parsed: object) -> list[str]:
     """What enrolling did that the inventory did not say, said once."""
-    from baremetal_allocclient.server import inventory
+    from baremetal_allocclient.server.ironic import inventory
 
     assert isinstance(parsed, inventory.Inventory)
     notes = []
@@ -174,33 +176,31 @@ def _enroll_notes(parsed: object) -> list[str]:
 def _serve(db: object, args: argparse.Namespace) -> int:
     from sqlalchemy.exc import DBAPIError
 
+    from baremetal_allocclient.server.allocation.lease_expiry import (
+        LeaseExpiry,
+    )
+    from baremetal_allocclient.server.allocation.membership import (
+        ConductorNameInUse,
+        Membership,
+    )
+    from baremetal_allocclient.server.allocation.queueing import QueueRounds
+    from baremetal_allocclient.server.allocation.takeover import Takeover
+    from baremetal_allocclient.server.allocation.workers import (
+        AllocationWorkers,
+    )
     from baremetal_allocclient.server.api.context import Services
     from baremetal_allocclient.server.api.prefer import (
         WaitPermits,
         waiting_capacity,
     )
     from baremetal_allocclient.server.app import MAX_BODY, Application
-    from baremetal_allocclient.server.conductor.fake_hardware import (
-        FakeHardware,
-    )
-    from baremetal_allocclient.server.conductor.lease_expiry import (
-        LeaseExpiry,
-    )
-    from baremetal_allocclient.server.conductor.membership import (
-        ConductorNameInUse,
-        Membership,
-    )
-    from baremetal_allocclient.server.conductor.queueing import QueueRounds
-    from baremetal_allocclient.server.conductor.takeover import Takeover
-    from baremetal_allocclient.server.conductor.workers import (
-        AllocationWorkers,
-    )
     from baremetal_allocclient.server.db.engine import (
         Database,
         SchemaOutOfDate,
     )
     from baremetal_allocclient.server.db.models import utcnow
     from baremetal_allocclient.server.frontend.server import FrontEnd
+    from baremetal_allocclient.server.ironic.fake_hardware import FakeHardware
 
     assert isinstance(db, Database)
     try:
@@ -326,7 +326,7 @@ def _resume(workers: object, started: object) -> None:
     import datetime
     import time
 
-    from baremetal_allocclient.server.conductor.workers import (
+    from baremetal_allocclient.server.allocation.workers import (
         AllocationWorkers,
     )
     from baremetal_allocclient.server.db.engine import is_unavailable

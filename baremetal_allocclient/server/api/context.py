@@ -9,6 +9,9 @@ from typing import Any
 from sqlalchemy.orm import Session
 from werkzeug.wrappers import Request, Response
 
+from baremetal_allocclient.server.allocation.backends.base import Backend
+from baremetal_allocclient.server.allocation.queueing import QueueRounds
+from baremetal_allocclient.server.allocation.workers import AllocationWorkers
 from baremetal_allocclient.server.api import (
     limits,
     policy,
@@ -22,13 +25,10 @@ from baremetal_allocclient.server.api.errors import (
     bad_request,
     not_found,
 )
-from baremetal_allocclient.server.backends.base import Backend
-from baremetal_allocclient.server.conductor.fake_hardware import FakeHardware
-from baremetal_allocclient.server.conductor.queueing import QueueRounds
-from baremetal_allocclient.server.conductor.workers import AllocationWorkers
 from baremetal_allocclient.server.db import queries
 from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import Allocation, Node
+from baremetal_allocclient.server.ironic.fake_hardware import FakeHardware
 
 
 @dataclass(frozen=True)

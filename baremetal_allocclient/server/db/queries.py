@@ -42,6 +42,19 @@ from baremetal_allocclient.constraints import (
     Step,
     funnel_from_counts,
 )
+from baremetal_allocclient.server import node_states as ns
+from baremetal_allocclient.server.allocation import queue as queue_logic
+from baremetal_allocclient.server.allocation.release_rules import NodeView
+from baremetal_allocclient.server.allocation.selection import (
+    AnyFilter,
+    Candidate,
+    ConstraintFilter,
+    Filter,
+    Request,
+    active_filters,
+    constraint_filters,
+    funnel_steps,
+)
 from baremetal_allocclient.server.db import node_properties  # noqa: F401
 from baremetal_allocclient.server.db.engine import (
     WRITE,
@@ -55,19 +68,6 @@ from baremetal_allocclient.server.db.models import (
     NodeTrait,
     NodeVif,
     utcnow,
-)
-from baremetal_allocclient.server.logic import node_states as ns
-from baremetal_allocclient.server.logic import queue as queue_logic
-from baremetal_allocclient.server.logic.release import NodeView
-from baremetal_allocclient.server.logic.selection import (
-    AnyFilter,
-    Candidate,
-    ConstraintFilter,
-    Filter,
-    Request,
-    active_filters,
-    constraint_filters,
-    funnel_steps,
 )
 
 ALLOCATING = "allocating"
@@ -891,7 +891,7 @@ def promised_nodes(session: Session, node_ids: Sequence[int],
     """Which of ``node_ids`` (free, locked by the caller) the
     allocations ``waiting`` in line get first: each, in arrival order,
     is promised the first node it matches that no earlier one was
-    (:func:`baremetal_allocclient.server.logic.queue.promise`)."""
+    (:func:`baremetal_allocclient.server.allocation.queue.promise`)."""
     if not node_ids or not waiting:
         return set()
     conn = session.connection()

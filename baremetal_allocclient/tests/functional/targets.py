@@ -34,7 +34,7 @@ from typing import Any
 import requests
 import testtools
 
-from baremetal_allocclient.server.logic import interfaces
+from baremetal_allocclient.server.ironic import interfaces
 
 #: What the Ironic virtualenv holds; ironic is pinned to the measured release.
 IRONIC_REQUIREMENTS: tuple[str, ...] = (

@@ -19,6 +19,7 @@ from sqlalchemy import delete, update
 
 from baremetal_allocclient import constraints as model
 from baremetal_allocclient.constraints import Constraints, Op
+from baremetal_allocclient.server.allocation import selection
 from baremetal_allocclient.server.db import queries
 from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import (
@@ -27,7 +28,6 @@ from baremetal_allocclient.server.db.models import (
     NodeTrait,
     utcnow,
 )
-from baremetal_allocclient.server.logic import selection
 from baremetal_allocclient.tests.functional.multiprocess import _databases
 
 _RC = "gold"
