@@ -16,13 +16,14 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session
 
 from baremetal_allocclient.server.allocation.liveness import ConductorState
+from baremetal_allocclient.server.allocation.states import ALLOCATING
 from baremetal_allocclient.server.db.engine import Database, is_lost_race
+from baremetal_allocclient.server.db.lookups import rowcount
 from baremetal_allocclient.server.db.models import (
     Allocation,
     Conductor,
     utcnow,
 )
-from baremetal_allocclient.server.db.queries import ALLOCATING, rowcount
 
 # Naive UTC "now" with sub-second precision, per dialect.  SQLite is a
 # local file, so every process sharing it runs on this host's clock.

@@ -11,7 +11,7 @@ with all of its nodes, and a node locked by one is skipped by the other.
 
 First come, first served holds for groups too: a group arrives after
 every allocation already waiting in line, so it never takes a node one
-of them gets first (:func:`queries.promised_nodes`); it locks that many
+of them gets first (:func:`line.promised_nodes`); it locks that many
 more candidates, and the nodes promised count as unavailable when the
 group is refused.
 """
@@ -27,12 +27,16 @@ from sqlalchemy import ColumnElement
 from sqlalchemy.orm import Session
 
 from baremetal_allocclient import constraints
-from baremetal_allocclient.server.allocation import selection
+from baremetal_allocclient.server.allocation import (
+    line,
+    matching,
+    reservation,
+    selection,
+)
 from baremetal_allocclient.server.allocation.selection import (
     AnyFilter,
     Request,
 )
-from baremetal_allocclient.server.db import queries
 from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import Allocation, utcnow
 
@@ -102,14 +106,14 @@ def _reserve(session: Session, members: Sequence[Allocation],
              rng: random.Random) -> tuple[tuple[Allocation, str], ...]:
     count = len(members)
     now = utcnow()
-    waiting = queries.in_line(session, request.resource_class, now)
-    top = queries.highest_node_id(session)
+    waiting = line.in_line(session, request.resource_class, now)
+    top = matching.highest_node_id(session)
     # Each allocation in line is promised at most one node: locking that
     # many more leaves ``count`` for the group whenever there are enough.
-    locked = queries.lock_free_nodes(session, request, filters,
+    locked = reservation.lock_free_nodes(session, request, filters,
                                      rng.randint(1, max(top, 1)),
                                      count + len(waiting))
-    promised = queries.promised_nodes(session, [n.id for n in locked],
+    promised = line.promised_nodes(session, [n.id for n in locked],
                                       waiting)
     nodes = [n for n in locked if n.id not in promised][:count]
     if len(nodes) < count:
@@ -117,8 +121,8 @@ def _reserve(session: Session, members: Sequence[Allocation],
     for member, node in zip(members, nodes, strict=True):
         member.node_id = node.id
         member.created_at = member.updated_at = now
-        queries.insert_allocation(session, member)
-        if not queries.give_node(session, member, node.id, request,
+        reservation.insert_allocation(session, member)
+        if not reservation.give_node(session, member, node.id, request,
                                  filters, now):
             raise _Short()
     return tuple((m, n.uuid) for m, n in zip(members, nodes, strict=True))
@@ -132,8 +136,8 @@ def shortfall(session: Session, request: Request, count: int,
     ``promised`` of the free ones are kept for allocations waiting in
     line, which arrived first."""
     if visible is None:
-        visible = queries.visible_to(request.owner)
-    funnel = queries.funnel_counts(session, request, visible)
+        visible = matching.visible_to(request.owner)
+    funnel = matching.funnel_counts(session, request, visible)
     free = max(funnel.candidates - promised, 0)
     if free >= count:
         return None

@@ -11,9 +11,9 @@ allocations by id, a page at a time, reading only id, UUID and ``extra``.
 
 :func:`expire_one` is the compare-and-set: one write transaction locks
 the node, then the allocation (the one lock order, through
-:func:`queries.allocation_for_release`), decides again on what it has
+:func:`release.allocation_for_release`), decides again on what it has
 locked, and releases through the one release path
-(:func:`queries.release_in_session`).  A renewal (a ``PATCH`` of
+(:func:`release.release_in_session`).  A renewal (a ``PATCH`` of
 ``extra``, which locks the allocation) is either committed before, and
 then seen, or waits and finds the allocation gone.  Two processes
 expiring the same allocation serialize on those locks: the second one
@@ -33,9 +33,9 @@ from sqlalchemy.exc import DBAPIError
 
 from baremetal_allocclient import leases
 from baremetal_allocclient.server import node_states as ns
-from baremetal_allocclient.server.allocation import release_rules as release
+from baremetal_allocclient.server.allocation import release, release_rules
 from baremetal_allocclient.server.allocation.periodic import Periodic
-from baremetal_allocclient.server.db import queries
+from baremetal_allocclient.server.allocation.states import ACTIVE, ERROR
 from baremetal_allocclient.server.db.engine import (
     Database,
     is_lost_race,
@@ -52,7 +52,7 @@ PAGE = 500
 _SCAN = (
     select(Allocation.id, Allocation.uuid, Allocation.extra)
     .where(Allocation.id > bindparam("after"),
-           Allocation.state.in_((queries.ACTIVE, queries.ERROR)))
+           Allocation.state.in_((ACTIVE, ERROR)))
     .order_by(Allocation.id)
     .limit(PAGE)
 )
@@ -95,7 +95,7 @@ def expire_one(
     """Release (or start tearing down) one allocation if, under its
     locks, its lease has still ended; None when it is gone."""
     with db.write() as session:
-        allocation = queries.allocation_for_release(session, uuid, True)
+        allocation = release.allocation_for_release(session, uuid, True)
         if allocation is None:
             return None
         node = None
@@ -109,10 +109,10 @@ def expire_one(
                         allocation.node_id,
                         (allocation.extra or {}).get(leases.EXPIRES_KEY))
         if action == leases.Action.RELEASE:
-            if node is not None and release.allocation_removal_error(
+            if node is not None and release_rules.allocation_removal_error(
                     _view(node), uuid):
                 return dataclasses.replace(found, action=leases.Action.BUSY)
-            queries.release_in_session(session, allocation)
+            release.release_in_session(session, allocation)
         elif action == leases.Action.UNDEPLOY:
             assert node is not None
             began = _start_undeploy(node, now)
@@ -123,8 +123,8 @@ def expire_one(
         return found
 
 
-def _view(node: Node) -> release.NodeView:
-    return release.NodeView(node.uuid, node.provision_state,
+def _view(node: Node) -> release_rules.NodeView:
+    return release_rules.NodeView(node.uuid, node.provision_state,
                             node.target_provision_state,
                             bool(node.maintenance))
 

@@ -5,7 +5,7 @@ runs rounds over them, in arrival order: the ones past their queue
 deadline are failed, and, in every resource class with a free node, the
 others are tried again.  First come, first served holds across processes
 because the reservation itself refuses a node that an earlier waiting
-allocation matches (``queries.waiting_before``), whoever tries it.
+allocation matches (``line.waiting_before``), whoever tries it.
 
 A round runs every ``interval`` seconds, and at once when this process
 frees a node (:meth:`QueueRounds.wake`); other processes' releases are
@@ -19,10 +19,15 @@ import logging
 
 from sqlalchemy.exc import DBAPIError
 
-from baremetal_allocclient.server.allocation import queue, selection
+from baremetal_allocclient.server.allocation import (
+    line,
+    queue,
+    reservation,
+    selection,
+)
 from baremetal_allocclient.server.allocation.periodic import Periodic
+from baremetal_allocclient.server.allocation.states import ACTIVE
 from baremetal_allocclient.server.allocation.workers import AllocationWorkers
-from baremetal_allocclient.server.db import queries
 from baremetal_allocclient.server.db.engine import (
     Database,
     is_lost_race,
@@ -65,7 +70,7 @@ class QueueRounds:
         now = utcnow()
         free: dict[str | None, int] = {}
         for allocation_id, uuid, rc, deadline, created in (
-            queries.queued_rows(self._db, self._workers.affinity)
+            line.queued_rows(self._db, self._workers.affinity)
         ):
             if self._periodic.stopping:
                 break
@@ -77,7 +82,7 @@ class QueueRounds:
                                             deadline, created)
                     continue
                 if rc not in free:
-                    free[rc] = queries.free_node_count(self._db, rc)
+                    free[rc] = line.free_node_count(self._db, rc)
                 if free[rc] <= 0:
                     continue
                 outcome = self._workers.process(allocation_id, uuid)
@@ -91,7 +96,7 @@ class QueueRounds:
                 continue
             if outcome is not None:
                 settled += 1
-                if outcome.state == queries.ACTIVE:
+                if outcome.state == ACTIVE:
                     free[rc] -= 1
         return settled
 
@@ -99,7 +104,7 @@ class QueueRounds:
                 deadline: datetime.datetime,
                 created: datetime.datetime) -> int:
         reason = queue.expiry_reason(rc, created, deadline)
-        if queries.fail_allocation(
+        if reservation.fail_allocation(
             self._db, allocation_id, uuid, self._workers.affinity,
             selection.failure_message(uuid, reason),
         ):

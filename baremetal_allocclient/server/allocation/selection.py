@@ -1,8 +1,8 @@
 """Candidate selection decisions: filters, failure texts, ordering.
 
-The database applies the filters (see ``db/queries.py``) in the order of
-the one funnel (:data:`baremetal_allocclient.constraints.FUNNEL`), which
-also words the failures; this module groups the funnel's steps into SQL
+The database applies the filters (see ``allocation/matching.py``) in the
+order of the one funnel (:data:`baremetal_allocclient.constraints.FUNNEL`),
+which also words the failures; this module groups the funnel's steps into SQL
 filters, builds the two texts of a failure (Ironic's, and the one with
 the funnel for clients that opted in) and orders the survivors.
 """

@@ -23,7 +23,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from sqlalchemy import select
 
-from baremetal_allocclient.server.allocation import conductors, selection
+from baremetal_allocclient.server.allocation import (
+    conductors,
+    matching,
+    reservation,
+    selection,
+)
 from baremetal_allocclient.server.allocation.backends.base import (
     Backend,
     Job,
@@ -32,7 +37,7 @@ from baremetal_allocclient.server.allocation.backends.base import (
 from baremetal_allocclient.server.allocation.backends.database import (
     DatabaseBackend,
 )
-from baremetal_allocclient.server.db import queries
+from baremetal_allocclient.server.allocation.states import ALLOCATING
 from baremetal_allocclient.server.db.engine import (
     Database,
     is_lost_race,
@@ -301,7 +306,7 @@ class AllocationWorkers:
     ) -> None:
         LOG.exception("Allocation %s failed unexpectedly", allocation_uuid)
         try:
-            queries.fail_allocation(
+            reservation.fail_allocation(
                 self._db,
                 allocation_id,
                 allocation_uuid,
@@ -332,7 +337,7 @@ class AllocationWorkers:
             ).first()
         if (
             allocation is None
-            or allocation.state != queries.ALLOCATING
+            or allocation.state != ALLOCATING
             or allocation.conductor_affinity != self.affinity
         ):
             return None
@@ -340,7 +345,7 @@ class AllocationWorkers:
 
     def job_for(self, allocation: Allocation) -> Job:
         """The backend's job for an allocation row of this conductor."""
-        request = queries.request_of(allocation)
+        request = matching.request_of(allocation)
         return Job(allocation.id, allocation.uuid, request,
                    tuple(selection.active_filters(request)), self.affinity,
                    allocation.queue_deadline, allocation.created_at)

@@ -7,7 +7,8 @@ write lock (the cause of "database is locked" errors that busy_timeout
 cannot help with), and threads of this process queue on a Python lock
 instead of spinning on SQLite's busy handler.  Other processes sharing the
 file wait on ``busy_timeout``.  On PostgreSQL and MariaDB the lock is not
-used; correctness rests on the compare-and-set updates in ``queries.py``.
+used; correctness rests on the compare-and-set updates in
+``allocation/reservation.py``.
 """
 
 from __future__ import annotations

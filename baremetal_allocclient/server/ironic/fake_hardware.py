@@ -19,7 +19,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from baremetal_allocclient.server import node_states as ns
-from baremetal_allocclient.server.db import queries
+from baremetal_allocclient.server.allocation import release
 from baremetal_allocclient.server.db.engine import (
     CommitOutcomeUnknown,
     Database,
@@ -28,6 +28,7 @@ from baremetal_allocclient.server.db.engine import (
     short_reason,
 )
 from baremetal_allocclient.server.db.models import Node, utcnow
+from baremetal_allocclient.server.ironic import vif_rows
 
 LOG = logging.getLogger(__name__)
 
@@ -148,14 +149,14 @@ class FakeHardware:
 
     @staticmethod
     def _release_instance(session: Session, node: Node) -> None:
-        allocation = queries.holder_of(session, node)
+        allocation = release.holder_of(session, node)
         if allocation is not None:
-            queries.release_in_session(session, allocation)
+            release.release_in_session(session, allocation)
             session.refresh(node)
         node.instance_uuid = None
         node.allocation_id = None
         node.instance_info = {}
-        queries.detach_vifs(session, node.id)
+        vif_rows.detach_vifs(session, node.id)
 
     # -- power -----------------------------------------------------------
     def finish_power(self, node_id: int, target: str) -> None:

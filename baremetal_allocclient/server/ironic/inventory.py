@@ -39,7 +39,7 @@ from sqlalchemy.orm import Session
 
 from baremetal_allocclient.server import node_states as ns
 from baremetal_allocclient.server.api import schemas, storable
-from baremetal_allocclient.server.db import queries
+from baremetal_allocclient.server.db import lookups
 from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import Node, Port, utcnow
 
@@ -348,7 +348,7 @@ def enroll(db: Database, specs: Sequence[NodeSpec]) -> tuple[int, int]:
             if spec.name in existing:
                 skipped += 1
                 continue
-            if queries.node_by_ident(session, spec.uuid, by_uuid=True):
+            if lookups.node_by_ident(session, spec.uuid, by_uuid=True):
                 raise InventoryError(
                     f"{spec.name}: a node with UUID {spec.uuid} exists"
                 )
@@ -378,7 +378,7 @@ def enroll(db: Database, specs: Sequence[NodeSpec]) -> tuple[int, int]:
             )
             session.add(node)
             session.flush()
-            queries.replace_traits(session, node.id, spec.traits)
+            lookups.replace_traits(session, node.id, spec.traits)
             _add_ports(session, spec, node.id, now)
             created += 1
     return created, skipped

@@ -2,7 +2,7 @@
 
 This is the default.  Candidates come from one query applying every
 filter; the reservation is a compare-and-set transaction
-(:func:`queries.reserve`), so concurrent workers and processes sharing
+(:func:`reservation.reserve`), so concurrent workers and processes sharing
 the database never give one node to two allocations.
 """
 
@@ -18,10 +18,15 @@ from typing import Any
 from sqlalchemy import ColumnElement
 from sqlalchemy.orm import Session
 
-from baremetal_allocclient.server.allocation import queue, selection
+from baremetal_allocclient.server.allocation import (
+    matching,
+    queue,
+    reservation,
+    selection,
+)
 from baremetal_allocclient.server.allocation.backends.base import Job, Settled
 from baremetal_allocclient.server.allocation.placement import model, snapshot
-from baremetal_allocclient.server.db import queries
+from baremetal_allocclient.server.allocation.states import ACTIVE, ERROR
 from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import utcnow
 
@@ -43,8 +48,8 @@ def explain(db: Database, job: Job, tried: int) -> selection.Why:
     that owner may see)."""
     request = job.request
     with db.read() as session:
-        funnel = queries.funnel_counts(
-            session, request, queries.visible_to(request.owner))
+        funnel = matching.funnel_counts(
+            session, request, matching.visible_to(request.owner))
     return selection.explain_failure(request, funnel, tried)
 
 
@@ -71,12 +76,12 @@ def fail(db: Database, job: Job, reason: str | selection.Why
     detail = (None if why.extended is None else
               selection.failure_message(job.allocation_uuid, why.extended))
     now = utcnow()
-    if not queries.fail_allocation(db, job.allocation_id,
+    if not reservation.fail_allocation(db, job.allocation_id,
                                    job.allocation_uuid, job.affinity,
                                    message, now, detail):
         return None
     LOG.info("Allocation %s finished: error", job.allocation_uuid)
-    return Settled(queries.ERROR, None, message, now, detail)
+    return Settled(ERROR, None, message, now, detail)
 
 
 def db_capacity(
@@ -122,7 +127,7 @@ class DatabaseBackend:
                 top = self._highest_node_id(session)
                 with self._rng_lock:
                     pivot = self._rng.randint(1, max(top, 1))
-                found = queries.candidate_window(
+                found = matching.candidate_window(
                     session, job.request, filters, pivot
                 )
             if not found:
@@ -135,16 +140,16 @@ class DatabaseBackend:
                 )
             for candidate in order:
                 now = utcnow()
-                outcome = queries.reserve(
+                outcome = reservation.reserve(
                     self._db, job.allocation_id, job.allocation_uuid,
                     candidate.id, job.request, filters, job.affinity, now,
                     wait_for_lock=round_ == SEARCH_ROUNDS - 1,
                 )
-                if outcome is queries.Reservation.RESERVED:
+                if outcome is reservation.Reservation.RESERVED:
                     LOG.info("Allocation %s finished: active on node %s",
                              job.allocation_uuid, candidate.uuid)
-                    return Settled(queries.ACTIVE, candidate.uuid, None, now)
-                if outcome is not queries.Reservation.NODE_TAKEN:
+                    return Settled(ACTIVE, candidate.uuid, None, now)
+                if outcome is not reservation.Reservation.NODE_TAKEN:
                     return None  # deleted, taken over or settled
             tried = len(order)
         if job.queue_deadline is not None:
@@ -156,7 +161,7 @@ class DatabaseBackend:
         """The highest node id, read at most once per TOP_ID_TTL."""
         now = time.monotonic()
         if now >= self._top_id_expires:
-            self._top_id = queries.highest_node_id(session)
+            self._top_id = matching.highest_node_id(session)
             self._top_id_expires = now + TOP_ID_TTL
         return self._top_id
 

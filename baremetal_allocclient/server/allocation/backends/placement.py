@@ -29,7 +29,11 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, select
 
-from baremetal_allocclient.server.allocation import selection
+from baremetal_allocclient.server.allocation import (
+    matching,
+    reservation,
+    selection,
+)
 from baremetal_allocclient.server.allocation.backends import database
 from baremetal_allocclient.server.allocation.backends.base import Job, Settled
 from baremetal_allocclient.server.allocation.placement import model
@@ -41,7 +45,7 @@ from baremetal_allocclient.server.allocation.placement.client import (
 from baremetal_allocclient.server.allocation.placement.sync import (
     PlacementSync,
 )
-from baremetal_allocclient.server.db import queries
+from baremetal_allocclient.server.allocation.states import ACTIVE
 from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import Node, utcnow
 
@@ -52,7 +56,7 @@ CLAIM_RETRIES = 3
 UNREACHABLE_PAUSE = 0.5
 
 #: What one claim attempt came to: the settled allocation, or why not.
-_Outcome = Settled | queries.Reservation
+_Outcome = Settled | reservation.Reservation
 
 
 def _finished(outcome: _Outcome) -> Settled | None:
@@ -132,9 +136,9 @@ class PlacementBackend:
             found = self._eligible(job, [held]).get(held)
             outcome: _Outcome = (
                 self._reserve(job, found)
-                if found is not None else queries.Reservation.NODE_TAKEN
+                if found is not None else reservation.Reservation.NODE_TAKEN
             )
-            if outcome is not queries.Reservation.NODE_TAKEN:
+            if outcome is not reservation.Reservation.NODE_TAKEN:
                 return _finished(outcome)
             if not self._unclaim(job):
                 return None
@@ -160,7 +164,7 @@ class PlacementBackend:
                     continue
                 offered += 1
                 outcome = self._claim(job, rc, candidate)
-                if outcome is not queries.Reservation.NODE_TAKEN:
+                if outcome is not reservation.Reservation.NODE_TAKEN:
                     return _finished(outcome)
             tried = len(order)
             if not offered:
@@ -191,14 +195,14 @@ class PlacementBackend:
                 self._db, job, 0)
             if not request.candidate_nodes:
                 with self._db.read() as session:
-                    matching = queries.candidates(
+                    matched = matching.candidates(
                         session, request, list(job.filters)
                     )
-                if matching and not final:
+                if matched and not final:
                     return []
-                if matching:
+                if matched:
                     reason = (
-                        f"Placement offers none of the {len(matching)} "
+                        f"Placement offers none of the {len(matched)} "
                         f"matching nodes for {rc}"
                     )
             database.fail(self._db, job, reason)
@@ -218,9 +222,9 @@ class PlacementBackend:
             rows = session.connection().execute(
                 select(Node.id, Node.uuid, Node.name).where(
                     Node.uuid.in_(list(uuids)),
-                    *queries.predicates(job.filters),
+                    *matching.predicates(job.filters),
                 ),
-                queries.filter_params(job.request),
+                matching.filter_params(job.request),
             )
             return {str(u): selection.Candidate(int(i), n, str(u))
                     for i, u, n in rows}
@@ -241,22 +245,22 @@ class PlacementBackend:
                 if not exc.concurrent_update:
                     LOG.debug("Node %s taken in Placement: %s", node_uuid,
                               exc.detail)
-                    return queries.Reservation.NODE_TAKEN
+                    return reservation.Reservation.NODE_TAKEN
                 held = self.client.consumer_allocations(job.allocation_uuid)
                 if held:  # our own earlier claim (e.g. a lost response)
                     if node_uuid in held:
                         break
                     if not self._unclaim(job):
-                        return queries.Reservation.NOT_OURS
+                        return reservation.Reservation.NOT_OURS
                 if attempt == CLAIM_RETRIES - 1:
-                    return queries.Reservation.NODE_TAKEN
+                    return reservation.Reservation.NODE_TAKEN
         return self._reserve(job, candidate)
 
     def _reserve(self, job: Job, candidate: selection.Candidate) -> _Outcome:
         """The database half; undoes the Placement claim unless it won."""
         now = utcnow()
         try:
-            outcome = queries.reserve(
+            outcome = reservation.reserve(
                 self._db, job.allocation_id, job.allocation_uuid,
                 candidate.id, job.request, list(job.filters), job.affinity,
                 now,
@@ -265,24 +269,24 @@ class PlacementBackend:
             if self._owned(job):
                 self._release_quietly(job.allocation_uuid)
             raise
-        if outcome is queries.Reservation.NOT_OURS:
+        if outcome is reservation.Reservation.NOT_OURS:
             # Taken over (or settled) meanwhile: the claim under this
             # UUID may now be the new owner's; leave it.
             return outcome
-        if outcome is not queries.Reservation.RESERVED:
-            if outcome is queries.Reservation.ALLOCATION_DELETED:
+        if outcome is not reservation.Reservation.RESERVED:
+            if outcome is reservation.Reservation.ALLOCATION_DELETED:
                 self.client.delete_consumer(job.allocation_uuid)
             elif not self._unclaim(job):
-                return queries.Reservation.NOT_OURS
+                return reservation.Reservation.NOT_OURS
             return outcome
         self.sync.record_claim(job.allocation_uuid, candidate.uuid)
         LOG.info("Allocation %s finished: active on node %s (claimed "
                  "in Placement)", job.allocation_uuid, candidate.uuid)
-        return Settled(queries.ACTIVE, candidate.uuid, None, now)
+        return Settled(ACTIVE, candidate.uuid, None, now)
 
     def _owned(self, job: Job) -> bool:
         """Still this worker's to settle (not taken over meanwhile)."""
-        return queries.still_owned(self._db, job.allocation_id,
+        return reservation.still_owned(self._db, job.allocation_id,
                                    job.allocation_uuid, job.affinity)
 
     def _unclaim(self, job: Job) -> bool:

@@ -16,12 +16,18 @@ from werkzeug.wrappers import Response
 from baremetal_allocclient.server import node_states as ns
 from baremetal_allocclient.server.allocation import (
     commit_check,
+    line,
     queue,
-)
-from baremetal_allocclient.server.allocation import (
-    release_rules as release,
+    release,
+    release_rules,
+    reservation,
 )
 from baremetal_allocclient.server.allocation.backends.base import Job
+from baremetal_allocclient.server.allocation.states import (
+    ACTIVE,
+    ALLOCATING,
+    ERROR,
+)
 from baremetal_allocclient.server.api import (
     extensions,
     listing,
@@ -49,7 +55,7 @@ from baremetal_allocclient.server.api.errors import (
     not_acceptable,
     not_found,
 )
-from baremetal_allocclient.server.db import queries
+from baremetal_allocclient.server.db import lookups
 from baremetal_allocclient.server.db.engine import (
     CommitOutcomeUnknown,
     is_unavailable,
@@ -76,7 +82,7 @@ def _gate(ctx: Context, status: int, minor: int = versions.ALLOCATIONS,
 def _node_uuid(session: Session, allocation: Allocation) -> str | None:
     if allocation.node_id is None:
         return None
-    return queries.node_uuid(session, allocation.node_id)
+    return lookups.node_uuid(session, allocation.node_id)
 
 
 def _render(
@@ -204,7 +210,7 @@ def resolve_candidates(
     found: list[str] = []
     missing: list[str] = []
     for ident in map(schemas.canonical_uuid, idents):
-        node = queries.node_by_ident(
+        node = lookups.node_by_ident(
             session, ident, by_uuid=schemas.is_uuid_like(ident), lock=False
         )
         if node is None or not policy.node_visible(
@@ -223,11 +229,11 @@ def _check_unique(
 ) -> None:
     """Clear 409s before an insert (``uuid`` None: generated here, a
     random UUID no row can hold; the unique index is the backstop)."""
-    if uuid is not None and queries.allocation_by_ident(
+    if uuid is not None and lookups.allocation_by_ident(
         session, uuid, by_uuid=True, lock=False
     ):
         raise conflict(f"An allocation with UUID {uuid} already exists.")
-    if name is not None and queries.allocation_by_ident(
+    if name is not None and lookups.allocation_by_ident(
         session, name, by_uuid=False, lock=False
     ):
         raise conflict(f"An allocation with name {name} already exists.")
@@ -285,7 +291,7 @@ def create_allocation(ctx: Context) -> Response:
             allocation = Allocation(
                 uuid=uuid,
                 name=name,
-                state=queries.ALLOCATING,
+                state=ALLOCATING,
                 resource_class=body["resource_class"],
                 traits=list(dict.fromkeys(body.get("traits") or [])),
                 candidate_nodes=candidates,
@@ -298,17 +304,17 @@ def create_allocation(ctx: Context) -> Response:
             )
             failed = _instance_in_use(session, given_uuid)
             if failed:
-                allocation.state, allocation.last_error = queries.ERROR, failed
-            queries.insert_allocation(session, allocation)
+                allocation.state, allocation.last_error = ERROR, failed
+            reservation.insert_allocation(session, allocation)
         stored = True
     except IntegrityError:
         raise _duplicate(ctx, uuid, name) from None
     except CommitOutcomeUnknown as exc:
         stored = _commit_resolved(ctx, exc, _stored(allocation.id, uuid))
     finally:
-        if not stored or allocation.state == queries.ERROR:
+        if not stored or allocation.state == ERROR:
             workers.release_slot()
-    if allocation.state == queries.ERROR:
+    if allocation.state == ERROR:
         return _created(ctx, views.allocation_view(
             allocation, None, ctx.base_url, ctx.minor, None))
     job = workers.job_for(allocation)
@@ -358,12 +364,12 @@ def _with_queue(ctx: Context, allocation: Allocation,
     line) to the view of an allocation waiting in line, for a request
     that opted in; anything else is returned unchanged."""
     deadline = allocation.queue_deadline
-    if (deadline is None or body.get("state") != queries.ALLOCATING
+    if (deadline is None or body.get("state") != ALLOCATING
             or not extensions.queue_requested(ctx)):
         return body
     try:
         with ctx.services.db.read() as session:
-            position = queries.queue_position(
+            position = line.queue_position(
                 session, allocation, utcnow(), _scope(ctx))
     except Exception as exc:
         if not is_unavailable(exc):
@@ -426,7 +432,7 @@ def _backfill(ctx: Context, body: dict[str, Any]) -> Response:
     """
     with ctx.services.db.write() as session:
         named = node_as_filter_argument(ctx, session, str(body["node"]))
-        node = queries.node_by_ident(session, named.uuid, by_uuid=True)
+        node = lookups.node_by_ident(session, named.uuid, by_uuid=True)
         if node is None:  # deleted since it was looked up
             raise bad_request(f"Node {named.uuid} could not be found.")
         uuid = body.get("uuid") or node.instance_uuid or str(uuidlib.uuid4())
@@ -442,7 +448,7 @@ def _backfill(ctx: Context, body: dict[str, Any]) -> Response:
         allocation = Allocation(
             uuid=uuid,
             name=name,
-            state=queries.ACTIVE,
+            state=ACTIVE,
             node_id=node.id,
             resource_class=rc,
             traits=traits,
@@ -453,8 +459,8 @@ def _backfill(ctx: Context, body: dict[str, Any]) -> Response:
             created_at=now,
             updated_at=now,
         )
-        queries.insert_allocation(session, allocation)
-        if not queries.backfill(session, allocation, node.id, now):
+        reservation.insert_allocation(session, allocation)
+        if not reservation.backfill(session, allocation, node.id, now):
             raise conflict(
                 f"Node {node.uuid} is associated with instance "
                 f"{node.instance_uuid}."
@@ -547,7 +553,7 @@ def update_allocation(ctx: Context, ident: str) -> Response:
                 f"Cannot update allocation with invalid name '{name}'"
             )
         if name is not None and name != allocation.name:
-            other = queries.allocation_by_ident(
+            other = lookups.allocation_by_ident(
                 session, name, by_uuid=False, lock=False
             )
             if other is not None:
@@ -564,12 +570,13 @@ def update_allocation(ctx: Context, ident: str) -> Response:
 
 def _delete(session: Session, allocation: Allocation) -> None:
     if allocation.node_id is not None:
-        node = queries.release_view(session, allocation.node_id)
+        node = release.release_view(session, allocation.node_id)
         if node is not None:
-            error = release.allocation_removal_error(node, allocation.uuid)
+            error = release_rules.allocation_removal_error(
+                node, allocation.uuid)
             if error:
                 raise conflict(error)
-    queries.release_in_session(session, allocation)
+    release.release_in_session(session, allocation)
 
 
 def delete_allocation(ctx: Context, ident: str) -> Response:
@@ -639,7 +646,7 @@ def _node_allocation(
     except ApiError as exc:
         exc.status = 400 if exc.status == 404 else exc.status
         raise
-    allocation = queries.holder_of(session, node)
+    allocation = release.holder_of(session, node)
     if allocation is None or not policy.allocation_visible(
         policy.principal(ctx), allocation.owner
     ):

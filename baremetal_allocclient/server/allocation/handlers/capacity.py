@@ -17,6 +17,7 @@ from sqlalchemy import ColumnElement, and_
 from werkzeug.wrappers import Response
 
 from baremetal_allocclient import constraints
+from baremetal_allocclient.server.allocation import matching
 from baremetal_allocclient.server.allocation.backends.base import Backend
 from baremetal_allocclient.server.allocation.backends.database import (
     DatabaseBackend,
@@ -24,7 +25,6 @@ from baremetal_allocclient.server.allocation.backends.database import (
 from baremetal_allocclient.server.api import policy, schemas, versions
 from baremetal_allocclient.server.api.context import Context, json_response
 from baremetal_allocclient.server.api.errors import ApiError, bad_request
-from baremetal_allocclient.server.db import queries
 
 PATH = "/v1/allocation_capacity"
 QUERY = ("resource_class", "constraints")
@@ -49,7 +49,7 @@ def _constraints(text: str | None) -> ColumnElement[bool] | None:
         wanted = constraints.from_wire(document)
     except constraints.ConstraintError as exc:
         raise bad_request(f"Invalid constraints: {exc}") from None
-    return queries.constraint_condition(wanted)
+    return matching.constraint_condition(wanted)
 
 
 def get_capacity(ctx: Context) -> Response:

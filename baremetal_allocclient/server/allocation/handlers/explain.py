@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from werkzeug.wrappers import Response
 
+from baremetal_allocclient.server.allocation import matching
 from baremetal_allocclient.server.allocation.handlers import allocations
 from baremetal_allocclient.server.allocation.selection import Request
 from baremetal_allocclient.server.api import (
@@ -25,7 +26,6 @@ from baremetal_allocclient.server.api import (
 )
 from baremetal_allocclient.server.api.context import Context, json_response
 from baremetal_allocclient.server.api.errors import ApiError, bad_request
-from baremetal_allocclient.server.db import queries
 
 
 def explain_allocation(ctx: Context) -> Response:
@@ -55,7 +55,7 @@ def explain_allocation(ctx: Context) -> Response:
         )
         visible = policy.node_filter(who)
         if visible is None:  # an admin: the nodes the owner may see
-            visible = queries.visible_to(owner)
-        funnel = queries.funnel_counts(session, request, visible)
+            visible = matching.visible_to(owner)
+        funnel = matching.funnel_counts(session, request, visible)
     return json_response(
         {"resource_class": request.resource_class, **funnel.as_dict()})

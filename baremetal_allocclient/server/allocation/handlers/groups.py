@@ -30,6 +30,7 @@ from baremetal_allocclient.server.allocation import (
 )
 from baremetal_allocclient.server.allocation.handlers import allocations
 from baremetal_allocclient.server.allocation.selection import Request
+from baremetal_allocclient.server.allocation.states import ACTIVE
 from baremetal_allocclient.server.api import (
     extensions,
     policy,
@@ -44,7 +45,7 @@ from baremetal_allocclient.server.api.errors import (
     conflict,
     not_acceptable,
 )
-from baremetal_allocclient.server.db import queries
+from baremetal_allocclient.server.db import lookups
 from baremetal_allocclient.server.db.models import Allocation
 
 NOT_FOUND = "The resource could not be found."
@@ -95,12 +96,12 @@ def _check_unique(uuids: list[str], names: list[str | None]
     """Clear 409s before the inserts (the unique indexes back them)."""
     def check(session: Session) -> None:
         for uuid in uuids:
-            if queries.allocation_by_ident(session, uuid, by_uuid=True,
+            if lookups.allocation_by_ident(session, uuid, by_uuid=True,
                                            lock=False):
                 raise conflict(
                     f"An allocation with UUID {uuid} already exists.")
         for name in names:
-            if name is not None and queries.allocation_by_ident(
+            if name is not None and lookups.allocation_by_ident(
                     session, name, by_uuid=False, lock=False):
                 raise conflict(
                     f"An allocation with name {name} already exists.")
@@ -135,7 +136,7 @@ def create_group(ctx: Context) -> Response:
 
     def build() -> list[Allocation]:
         return [Allocation(
-            uuid=uuid, name=name, state=queries.ACTIVE,
+            uuid=uuid, name=name, state=ACTIVE,
             resource_class=request.resource_class, traits=traits,
             candidate_nodes=candidates, extra=extra, owner=request.owner,
             constraints=wanted.to_wire() if wanted else None,

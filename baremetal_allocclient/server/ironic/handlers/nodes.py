@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from werkzeug.wrappers import Response
 
 from baremetal_allocclient.server import node_states as ns
-from baremetal_allocclient.server.allocation import release_rules as release
+from baremetal_allocclient.server.allocation import release, release_rules
 from baremetal_allocclient.server.api import (
     extensions,
     listing,
@@ -38,7 +38,7 @@ from baremetal_allocclient.server.api.errors import (
     not_acceptable,
     not_found,
 )
-from baremetal_allocclient.server.db import queries
+from baremetal_allocclient.server.db import lookups
 from baremetal_allocclient.server.db.models import (
     Allocation,
     Node,
@@ -112,7 +112,7 @@ def _parent_uuid(session: Session, node_owner: str | None,
     so that the answer does not tell whether the node exists."""
     if ident is None:
         return None
-    parent = queries.node_by_ident(
+    parent = lookups.node_by_ident(
         session, schemas.canonical_uuid(ident), schemas.is_uuid_like(ident),
         lock=False)
     if parent is None or parent.owner != node_owner:
@@ -129,7 +129,7 @@ def _render_many(
     fields: Sequence[str] | None,
 ) -> list[dict[str, Any]]:
     ids = [n.id for n in nodes]
-    traits = queries.traits_of(session, ids)
+    traits = lookups.traits_of(session, ids)
     alloc_ids = [n.allocation_id for n in nodes if n.allocation_id]
     alloc_uuids: dict[int, str] = {}
     if alloc_ids:
@@ -157,8 +157,8 @@ def _render(ctx: Context, session: Session, node: Node) -> dict[str, Any]:
     return _render_many(ctx, session, [node], None)[0]
 
 
-def _node_view(node: Node) -> release.NodeView:
-    return release.NodeView(
+def _node_view(node: Node) -> release_rules.NodeView:
+    return release_rules.NodeView(
         node.uuid, node.provision_state, node.target_provision_state,
         node.maintenance,
     )
@@ -280,7 +280,7 @@ def list_nodes(ctx: Context, detail: bool = False) -> Response:
         marker = None
         if marker_ident is not None:
             marker_ident = schemas.canonical_uuid(marker_ident)
-            marker_node = queries.node_by_ident(
+            marker_node = lookups.node_by_ident(
                 session, marker_ident, schemas.is_uuid_like(marker_ident)
             )
             if marker_node is None or not policy.node_visible(
@@ -334,9 +334,9 @@ def create_node(ctx: Context) -> Response:
     now = utcnow()
     try:
         with ctx.services.db.write() as session:
-            if queries.node_by_ident(session, uuid, True, lock=False):
+            if lookups.node_by_ident(session, uuid, True, lock=False):
                 raise conflict(f"A node with UUID {uuid} already exists.")
-            if name is not None and queries.node_by_ident(
+            if name is not None and lookups.node_by_ident(
                 session, name, False, lock=False
             ):
                 raise conflict(f"A node with name {name} already exists.")
@@ -507,7 +507,7 @@ def _apply_changes(
             raise bad_request(
                 f"Node {ident}: Cannot change name to invalid name '{name}'"
             )
-        if name is not None and queries.node_by_ident(
+        if name is not None and lookups.node_by_ident(
             session, name, False, lock=False
         ):
             raise conflict(f"A node with name {name} already exists.")
@@ -578,17 +578,17 @@ def _change_instance_uuid(
         raise bad_request(f"Expected UUID for instance_uuid: {new}")
     if new is not None:
         new = schemas.canonical_uuid(new)
-    allocation = queries.holder_of(session, node)
+    allocation = release.holder_of(session, node)
     if allocation is not None:
         if new is not None:
             raise conflict(
                 f"Node {node.uuid} has allocation {allocation.uuid}; remove "
                 f"instance_uuid (or the allocation) before setting another"
             )
-        error = release.instance_uuid_removal_error(_node_view(node))
+        error = release_rules.instance_uuid_removal_error(_node_view(node))
         if error:
             raise conflict(error)
-        queries.release_in_session(session, allocation)
+        release.release_in_session(session, allocation)
         session.refresh(node)
         return
     if new is not None:
@@ -612,14 +612,14 @@ def delete_node(ctx: Context, ident: str) -> Response:
     VIFs go too."""
     with ctx.services.db.write() as session:
         node = find_node(ctx, session, ident)
-        error = release.node_deletion_error(
+        error = release_rules.node_deletion_error(
             _node_view(node), node.instance_uuid, node.protected
         )
         if error:
             raise conflict(error)
-        allocation = queries.holder_of(session, node)
+        allocation = release.holder_of(session, node)
         if allocation is not None:
-            queries.release_in_session(session, allocation)
+            release.release_in_session(session, allocation)
         session.execute(
             delete(Allocation)
             .where(Allocation.node_id == node.id)
@@ -819,7 +819,7 @@ def get_traits(ctx: Context, ident: str) -> Response:
         node = find_node(ctx, session, ident)
         if ctx.minor < versions.TRAITS:
             raise not_acceptable()
-        traits = queries.traits_of(session, [node.id])[node.id]
+        traits = lookups.traits_of(session, [node.id])[node.id]
     return json_response({"traits": traits})
 
 
@@ -840,8 +840,8 @@ def set_traits(ctx: Context, ident: str) -> Response:
     with ctx.services.db.write() as session:
         node = find_node(ctx, session, ident)
         _check_trait_count(node, body["traits"])
-        queries.replace_traits(session, node.id, body["traits"])
-        queries.touch_node(session, node.id)
+        lookups.replace_traits(session, node.id, body["traits"])
+        lookups.touch_node(session, node.id)
     return empty_response(204)
 
 
@@ -851,11 +851,11 @@ def add_trait(ctx: Context, ident: str, trait: str) -> Response:
     schemas.validate(trait, schemas.TRAIT, "Schema error for trait")
     with ctx.services.db.write() as session:
         node = find_node(ctx, session, ident)
-        current = queries.traits_of(session, [node.id])[node.id]
+        current = lookups.traits_of(session, [node.id])[node.id]
         if trait not in current:
             _check_trait_count(node, [*current, trait])
             session.add(NodeTrait(node_id=node.id, trait=trait))
-            queries.touch_node(session, node.id)
+            lookups.touch_node(session, node.id)
     return empty_response(204)
 
 
@@ -869,11 +869,11 @@ def remove_trait(ctx: Context, ident: str, trait: str) -> Response:
                 NodeTrait.node_id == node.id, NodeTrait.trait == trait
             )
         )
-        if queries.rowcount(result) == 0:
+        if lookups.rowcount(result) == 0:
             raise not_found(
                 f"Node {node.uuid} doesn't have a trait '{trait}'"
             )
-        queries.touch_node(session, node.id)
+        lookups.touch_node(session, node.id)
     return empty_response(204)
 
 
@@ -882,8 +882,8 @@ def remove_traits(ctx: Context, ident: str) -> Response:
     _traits_gate(ctx, "DELETE")
     with ctx.services.db.write() as session:
         node = find_node(ctx, session, ident)
-        queries.replace_traits(session, node.id, [])
-        queries.touch_node(session, node.id)
+        lookups.replace_traits(session, node.id, [])
+        lookups.touch_node(session, node.id)
     return empty_response(204)
 
 

@@ -27,7 +27,7 @@ from baremetal_allocclient.server.api.errors import (
     conflict,
     no_route,
 )
-from baremetal_allocclient.server.db import queries
+from baremetal_allocclient.server.db import lookups
 from baremetal_allocclient.server.db.models import NodeVif, utcnow
 
 #: The minor version that introduced the VIF sub-resource.
@@ -94,7 +94,7 @@ def detach_vif(ctx: Context, ident: str, vif: str) -> Response:
         node = find_node(ctx, session, ident)
         result = session.execute(delete(NodeVif).where(
             NodeVif.node_id == node.id, NodeVif.vif_id == vif))
-        if queries.rowcount(result) == 0:
+        if lookups.rowcount(result) == 0:
             raise bad_request(f"Unable to detach VIF {vif} from node "
                               f"{node.uuid} because it is not attached to "
                               f"it.")

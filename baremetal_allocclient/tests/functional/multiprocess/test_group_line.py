@@ -21,7 +21,7 @@ from baremetal_allocclient.server.allocation import (
     group_reservation as group_db,
 )
 from baremetal_allocclient.server.allocation.selection import Request
-from baremetal_allocclient.server.db import queries
+from baremetal_allocclient.server.allocation.states import ACTIVE, ALLOCATING
 from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import (
     Allocation,
@@ -76,7 +76,7 @@ class _GroupLine:
         now = utcnow()
         with self.db.write() as session:
             session.add(Allocation(
-                uuid=made, state=queries.ALLOCATING, resource_class=self.rc,
+                uuid=made, state=ALLOCATING, resource_class=self.rc,
                 traits=list(traits), candidate_nodes=[], extra={},
                 conductor_affinity="elsewhere", created_at=now,
                 queue_deadline=now + datetime.timedelta(
@@ -88,7 +88,7 @@ class _GroupLine:
 
         def build() -> list[Allocation]:
             return [Allocation(
-                uuid=str(uuid.uuid4()), state=queries.ACTIVE,
+                uuid=str(uuid.uuid4()), state=ACTIVE,
                 resource_class=self.rc, traits=[], candidate_nodes=[],
                 extra={}, conductor_affinity="me") for _ in range(count)]
 

@@ -9,8 +9,8 @@ from typing import Any
 import testtools
 
 from baremetal_allocclient import constraints as model
+from baremetal_allocclient.server.allocation import matching
 from baremetal_allocclient.server.allocation import selection as sel
-from baremetal_allocclient.server.db import queries
 from baremetal_allocclient.server.db.models import Node
 from baremetal_allocclient.tests.unit.server._sqlite import SQLiteDatabase
 
@@ -81,7 +81,7 @@ class OneFunnelTests(testtools.TestCase):
                              provision_state="available",
                              power_state="power off"))
         with db.read() as session:
-            explained = queries.funnel_counts(session, FULL)
+            explained = matching.funnel_counts(session, FULL)
         self.assertEqual(names, [name for name, _ in explained.counts])
 
     def test_message_and_funnel_blame_one_step(self) -> None:

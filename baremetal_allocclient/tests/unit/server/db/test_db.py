@@ -9,8 +9,13 @@ from sqlalchemy import select
 from sqlalchemy.engine import make_url
 from sqlalchemy.schema import CreateTable
 
-from baremetal_allocclient.server.allocation import selection
-from baremetal_allocclient.server.db import queries
+from baremetal_allocclient.server.allocation import (
+    matching,
+    release,
+    reservation,
+    selection,
+)
+from baremetal_allocclient.server.db import lookups
 from baremetal_allocclient.server.db.engine import SchemaOutOfDate
 from baremetal_allocclient.server.db.models import (
     Allocation,
@@ -96,14 +101,15 @@ class ReservationTests(DbTestCase):
             self.node_id = node.id
             self.alloc_ids = [a.id for a in allocs]
 
-    def reserve(self, index: int, affinity: str = "me") -> queries.Reservation:
-        return queries.reserve(self.db, self.alloc_ids[index], f"a-{index}",
-                               self.node_id, self.request, self.filters,
-                               affinity)
+    def reserve(self, index: int, affinity: str = "me"
+                ) -> reservation.Reservation:
+        return reservation.reserve(self.db, self.alloc_ids[index],
+                                   f"a-{index}", self.node_id, self.request,
+                                   self.filters, affinity)
 
     def test_second_reservation_loses(self) -> None:
-        self.assertEqual(queries.Reservation.RESERVED, self.reserve(0))
-        self.assertEqual(queries.Reservation.NODE_TAKEN, self.reserve(1))
+        self.assertEqual(reservation.Reservation.RESERVED, self.reserve(0))
+        self.assertEqual(reservation.Reservation.NODE_TAKEN, self.reserve(1))
         with self.db.read() as session:
             node = session.get(Node, self.node_id)
             loser = session.get(Allocation, self.alloc_ids[1])
@@ -116,20 +122,20 @@ class ReservationTests(DbTestCase):
                              (loser.state, loser.node_id))
 
     def test_foreign_affinity_is_not_touched(self) -> None:
-        self.assertEqual(queries.Reservation.NOT_OURS,
+        self.assertEqual(reservation.Reservation.NOT_OURS,
                          self.reserve(0, affinity="someone-else"))
-        self.assertFalse(queries.fail_allocation(
+        self.assertFalse(reservation.fail_allocation(
             self.db, self.alloc_ids[0], "a-0", "someone-else", "x"))
 
     def test_same_id_other_uuid_is_not_touched(self) -> None:
         """A worker holding a deleted allocation's id never writes into
         another allocation with that id (ids are not reused either)."""
         self.assertEqual(
-            queries.Reservation.ALLOCATION_DELETED,
-            queries.reserve(self.db, self.alloc_ids[0], "deleted-one",
+            reservation.Reservation.ALLOCATION_DELETED,
+            reservation.reserve(self.db, self.alloc_ids[0], "deleted-one",
                             self.node_id, self.request, self.filters, "me"),
         )
-        self.assertFalse(queries.fail_allocation(
+        self.assertFalse(reservation.fail_allocation(
             self.db, self.alloc_ids[0], "deleted-one", "me", "x"))
         with self.db.read() as session:
             row = session.get(Allocation, self.alloc_ids[0])
@@ -142,13 +148,13 @@ class ReservationTests(DbTestCase):
         with self.db.write() as session:
             top = session.get(Allocation, self.alloc_ids[1])
             assert top is not None
-            queries.release_in_session(session, top)
+            release.release_in_session(session, top)
         with self.db.write() as session:
             fresh = Allocation(uuid="a-new", state="allocating",
                                resource_class="rc", traits=[],
                                candidate_nodes=[], extra={},
                                conductor_affinity="me", created_at=utcnow())
-            queries.insert_allocation(session, fresh)
+            reservation.insert_allocation(session, fresh)
         self.assertGreater(fresh.id, self.alloc_ids[1])
 
     def test_release_frees_the_node(self) -> None:
@@ -156,7 +162,7 @@ class ReservationTests(DbTestCase):
         with self.db.write() as session:
             alloc = session.get(Allocation, self.alloc_ids[0])
             assert alloc is not None
-            queries.release_in_session(session, alloc)
+            release.release_in_session(session, alloc)
         with self.db.read() as session:
             node = session.get(Node, self.node_id)
             assert node is not None
@@ -170,12 +176,12 @@ class ReservationTests(DbTestCase):
         request = selection.Request("rc", traits=("CUSTOM_X",))
         with self.db.read() as session:
             self.assertEqual([1, 1, 1, 1, 1, 0], [
-                c for _, c in queries.funnel_counts(session, request).counts])
-            self.assertEqual([(self.node_id, "n1")], queries.candidates(
+                c for _, c in matching.funnel_counts(session, request).counts])
+            self.assertEqual([(self.node_id, "n1")], matching.candidates(
                 session, self.request, self.filters))
         with self.db.write() as session:
-            queries.replace_traits(session, self.node_id,
+            lookups.replace_traits(session, self.node_id,
                                    ["CUSTOM_X", "CUSTOM_Y"])
         with self.db.read() as session:
-            self.assertEqual(1, queries.funnel_counts(
+            self.assertEqual(1, matching.funnel_counts(
                 session, request).candidates)

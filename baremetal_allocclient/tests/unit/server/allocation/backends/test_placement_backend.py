@@ -128,7 +128,7 @@ class AllocateTests(BackendCase):
         delete the claim that the new owner holds under the same
         allocation UUID (issue 13, item 4)."""
         job = self.job()
-        original_reserve = backend_mod.queries.reserve
+        original_reserve = backend_mod.reservation.reserve
 
         stalled: list[bool] = []
 
@@ -147,7 +147,7 @@ class AllocateTests(BackendCase):
             self.assertIsNotNone(self.backend.allocate(new_owner))
             return original_reserve(*args, **kwargs)  # type: ignore[arg-type]
 
-        with mock.patch.object(backend_mod.queries, "reserve",
+        with mock.patch.object(backend_mod.reservation, "reserve",
                                side_effect=taken_over_meanwhile):
             self.assertIsNone(self.backend.allocate(job))
         alloc = self.allocation("a1")
@@ -158,7 +158,7 @@ class AllocateTests(BackendCase):
 
     def test_claim_is_undone_when_the_database_fails(self) -> None:
         job = self.job()
-        with mock.patch.object(backend_mod.queries, "reserve",
+        with mock.patch.object(backend_mod.reservation, "reserve",
                                side_effect=RuntimeError("db down")):
             self.assertRaises(RuntimeError, self.backend.allocate, job)
         self.assertEqual({}, self.placement.consumers)
