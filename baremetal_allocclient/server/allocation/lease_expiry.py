@@ -32,7 +32,6 @@ from sqlalchemy import bindparam, select
 from sqlalchemy.exc import DBAPIError
 
 from baremetal_allocclient import leases
-from baremetal_allocclient.server import node_states as ns
 from baremetal_allocclient.server.allocation import release, release_rules
 from baremetal_allocclient.server.allocation.periodic import Periodic
 from baremetal_allocclient.server.allocation.states import ACTIVE, ERROR
@@ -42,7 +41,7 @@ from baremetal_allocclient.server.db.engine import (
     short_reason,
 )
 from baremetal_allocclient.server.db.models import Allocation, Node
-from baremetal_allocclient.server.ironic import fake_hardware
+from baremetal_allocclient.server.ironic import undeploy as undeploy_seam
 
 LOG = logging.getLogger(__name__)
 
@@ -115,7 +114,7 @@ def expire_one(
             release.release_in_session(session, allocation)
         elif action == leases.Action.UNDEPLOY:
             assert node is not None
-            began = _start_undeploy(node, now)
+            began = undeploy_seam.start_undeploy(node, utc_naive(now))
             if began is None:
                 return dataclasses.replace(found,
                                            action=leases.Action.DEPLOYED)
@@ -129,18 +128,6 @@ def _view(node: Node) -> release_rules.NodeView:
                             bool(node.maintenance))
 
 
-def _start_undeploy(
-    node: Node, now: datetime.datetime
-) -> tuple[str, str | None] | None:
-    """Start a locked node's tear-down as ``PUT .../states/provision
-    {"target": "deleted"}`` does; None when that is not allowed
-    (protected, or a state with no tear-down)."""
-    transition = ns.transition_for("deleted", node.provision_state)
-    if transition is None or node.protected:
-        return None
-    return fake_hardware.begin(node, transition, utc_naive(now))
-
-
 def utc_naive(moment: datetime.datetime) -> datetime.datetime:
     """An aware time as the naive UTC the timestamp columns store."""
     return moment.astimezone(datetime.timezone.utc).replace(tzinfo=None)
@@ -152,7 +139,7 @@ class LeaseExpiry:
     def __init__(
         self,
         db: Database,
-        hardware: fake_hardware.FakeHardware,
+        hardware: undeploy_seam.Hardware,
         interval: float,
         *,
         undeploy: bool = False,

@@ -19,7 +19,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from baremetal_allocclient.server import node_states as ns
-from baremetal_allocclient.server.allocation import release
+from baremetal_allocclient.server.allocation.service import releasing
 from baremetal_allocclient.server.db.engine import (
     CommitOutcomeUnknown,
     Database,
@@ -149,9 +149,9 @@ class FakeHardware:
 
     @staticmethod
     def _release_instance(session: Session, node: Node) -> None:
-        allocation = release.holder_of(session, node)
+        allocation = releasing.holder_of(session, node)
         if allocation is not None:
-            release.release_in_session(session, allocation)
+            releasing.release_in_session(session, allocation)
             session.refresh(node)
         node.instance_uuid = None
         node.allocation_id = None

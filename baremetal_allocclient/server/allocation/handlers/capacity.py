@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import json
 
-from sqlalchemy import ColumnElement, and_
 from werkzeug.wrappers import Response
 
 from baremetal_allocclient import constraints
-from baremetal_allocclient.server.allocation import matching
 from baremetal_allocclient.server.allocation.backends.base import Backend
 from baremetal_allocclient.server.allocation.backends.database import (
     DatabaseBackend,
 )
+from baremetal_allocclient.server.allocation.service import records
 from baremetal_allocclient.server.api import policy, schemas, versions
 from baremetal_allocclient.server.api.context import Context, json_response
 from baremetal_allocclient.server.api.errors import ApiError, bad_request
@@ -35,7 +34,7 @@ def _backend(ctx: Context) -> Backend:
     return backend or DatabaseBackend(ctx.services.db)
 
 
-def _constraints(text: str | None) -> ColumnElement[bool] | None:
+def _constraints(text: str | None) -> constraints.Constraints | None:
     """``?constraints=<JSON>``: the constraints extension's document; only
     nodes satisfying it are counted."""
     if text is None:
@@ -49,7 +48,7 @@ def _constraints(text: str | None) -> ColumnElement[bool] | None:
         wanted = constraints.from_wire(document)
     except constraints.ConstraintError as exc:
         raise bad_request(f"Invalid constraints: {exc}") from None
-    return matching.constraint_condition(wanted)
+    return wanted
 
 
 def get_capacity(ctx: Context) -> Response:
@@ -64,9 +63,6 @@ def get_capacity(ctx: Context) -> Response:
             "resource_class must be 1 to 80 printable characters."
         )
     backend = _backend(ctx)
-    visible = [c for c in (policy.node_filter(policy.principal(ctx)),
-                           _constraints(ctx.query("constraints")))
-               if c is not None]
-    rows = backend.capacity(resource_class, and_(*visible) if visible
-                            else None)
+    rows = records.capacity(backend, policy.principal(ctx), resource_class,
+                            _constraints(ctx.query("constraints")))
     return json_response({"backend": backend.name, "capacity": list(rows)})

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 from werkzeug.wrappers import Response
 
-from baremetal_allocclient.server.allocation import matching
-from baremetal_allocclient.server.allocation.handlers import allocations
 from baremetal_allocclient.server.allocation.selection import Request
+from baremetal_allocclient.server.allocation.service import records
 from baremetal_allocclient.server.api import (
     extensions,
     policy,
@@ -42,20 +41,12 @@ def explain_allocation(ctx: Context) -> Response:
     who = policy.principal(ctx)
     owner = policy.create_owner(who, body.get("owner"))
     wanted = extensions.parse_constraints(body)
-    with ctx.services.db.read() as session:
-        candidates = allocations.resolve_candidates(
-            ctx, session, list(body.get("candidate_nodes") or []))
-        request = Request(
-            resource_class=body["resource_class"],
-            traits=tuple(dict.fromkeys(body.get("traits") or [])),
-            candidate_nodes=tuple(candidates),
-            owner=owner,
-            name=body.get("name"),
-            constraints=wanted,
-        )
-        visible = policy.node_filter(who)
-        if visible is None:  # an admin: the nodes the owner may see
-            visible = matching.visible_to(owner)
-        funnel = matching.funnel_counts(session, request, visible)
+    request, funnel = records.funnel(ctx.services.db, who, Request(
+        resource_class=body["resource_class"],
+        traits=tuple(dict.fromkeys(body.get("traits") or [])),
+        owner=owner,
+        name=body.get("name"),
+        constraints=wanted,
+    ), list(body.get("candidate_nodes") or []))
     return json_response(
         {"resource_class": request.resource_class, **funnel.as_dict()})

@@ -20,17 +20,10 @@ from __future__ import annotations
 import uuid as uuidlib
 from typing import Any
 
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
 from werkzeug.wrappers import Response
 
 from baremetal_allocclient import constraints, groups
-from baremetal_allocclient.server.allocation import (
-    group_reservation as group_db,
-)
-from baremetal_allocclient.server.allocation.handlers import allocations
-from baremetal_allocclient.server.allocation.selection import Request
-from baremetal_allocclient.server.allocation.states import ACTIVE
+from baremetal_allocclient.server.allocation.service import grouping
 from baremetal_allocclient.server.api import (
     extensions,
     policy,
@@ -45,8 +38,6 @@ from baremetal_allocclient.server.api.errors import (
     conflict,
     not_acceptable,
 )
-from baremetal_allocclient.server.db import lookups
-from baremetal_allocclient.server.db.models import Allocation
 
 NOT_FOUND = "The resource could not be found."
 PLACEMENT_REFUSAL = (
@@ -91,23 +82,6 @@ def _body(ctx: Context) -> dict[str, Any]:
     return body
 
 
-def _check_unique(uuids: list[str], names: list[str | None]
-                  ) -> Any:
-    """Clear 409s before the inserts (the unique indexes back them)."""
-    def check(session: Session) -> None:
-        for uuid in uuids:
-            if lookups.allocation_by_ident(session, uuid, by_uuid=True,
-                                           lock=False):
-                raise conflict(
-                    f"An allocation with UUID {uuid} already exists.")
-        for name in names:
-            if name is not None and lookups.allocation_by_ident(
-                    session, name, by_uuid=False, lock=False):
-                raise conflict(
-                    f"An allocation with name {name} already exists.")
-    return check
-
-
 def create_group(ctx: Context) -> Response:
     """POST /v1/allocation_groups: all ``count`` members or none."""
     header = ctx.request.headers.get(constraints.EXTENSION_HEADER)
@@ -123,38 +97,16 @@ def create_group(ctx: Context) -> Response:
     names = groups.member_names(group, count)
     extra = groups.member_extra(body.get("extra"), group, count) or {}
     wanted = extensions.parse_constraints(body)
-    who = policy.principal(ctx)
-    with ctx.services.db.read() as session:
-        candidates = allocations.resolve_candidates(
-            ctx, session, list(body.get("candidate_nodes") or []))
-    traits = list(dict.fromkeys(body.get("traits") or []))
-    request = Request(
-        resource_class=body["resource_class"], traits=tuple(traits),
-        candidate_nodes=tuple(candidates), owner=body.get("owner"),
-        constraints=wanted)
-    affinity = ctx.services.workers.affinity
-
-    def build() -> list[Allocation]:
-        return [Allocation(
-            uuid=uuid, name=name, state=ACTIVE,
-            resource_class=request.resource_class, traits=traits,
-            candidate_nodes=candidates, extra=extra, owner=request.owner,
-            constraints=wanted.to_wire() if wanted else None,
-            conductor_affinity=affinity,
-        ) for uuid, name in zip(uuids, names, strict=True)]
-
-    try:
-        outcome = group_db.reserve_group(
-            ctx.services.db, count, build, request, policy.node_filter(who),
-            check=_check_unique(uuids, names))
-    except IntegrityError:
-        raise conflict("An allocation of the group has a name or UUID "
-                       "already in use.") from None
-    if outcome.reason is not None:
-        raise conflict(f"Group of {count} not reserved (nothing was "
-                       f"created): {outcome.reason}")
+    members = grouping.reserve(
+        ctx.services.db, ctx.services.workers.affinity, grouping.Group(
+            uuids=uuids, names=names,
+            resource_class=body["resource_class"],
+            traits=list(dict.fromkeys(body.get("traits") or [])),
+            candidate_nodes=list(body.get("candidate_nodes") or []),
+            extra=extra, owner=body.get("owner"), constraints=wanted,
+        ), policy.principal(ctx))
     items = [views.allocation_view(member, node_uuid, ctx.base_url,
                                    ctx.minor, None)
-             for member, node_uuid in outcome.members]
+             for member, node_uuid in members]
     return json_response(
         {"name": group, "count": count, "allocations": items}, 201)

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from werkzeug.wrappers import Response
 
 from baremetal_allocclient.server import node_states as ns
-from baremetal_allocclient.server.allocation import release, release_rules
+from baremetal_allocclient.server.allocation.service import releasing
 from baremetal_allocclient.server.api import (
     extensions,
     listing,
@@ -155,13 +155,6 @@ def _render_many(
 
 def _render(ctx: Context, session: Session, node: Node) -> dict[str, Any]:
     return _render_many(ctx, session, [node], None)[0]
-
-
-def _node_view(node: Node) -> release_rules.NodeView:
-    return release_rules.NodeView(
-        node.uuid, node.provision_state, node.target_provision_state,
-        node.maintenance,
-    )
 
 
 # -- collection ----------------------------------------------------------
@@ -578,17 +571,17 @@ def _change_instance_uuid(
         raise bad_request(f"Expected UUID for instance_uuid: {new}")
     if new is not None:
         new = schemas.canonical_uuid(new)
-    allocation = release.holder_of(session, node)
+    allocation = releasing.holder_of(session, node)
     if allocation is not None:
         if new is not None:
             raise conflict(
                 f"Node {node.uuid} has allocation {allocation.uuid}; remove "
                 f"instance_uuid (or the allocation) before setting another"
             )
-        error = release_rules.instance_uuid_removal_error(_node_view(node))
+        error = releasing.instance_uuid_removal_refusal(node)
         if error:
             raise conflict(error)
-        release.release_in_session(session, allocation)
+        releasing.release_in_session(session, allocation)
         session.refresh(node)
         return
     if new is not None:
@@ -612,14 +605,12 @@ def delete_node(ctx: Context, ident: str) -> Response:
     VIFs go too."""
     with ctx.services.db.write() as session:
         node = find_node(ctx, session, ident)
-        error = release_rules.node_deletion_error(
-            _node_view(node), node.instance_uuid, node.protected
-        )
+        error = releasing.node_deletion_refusal(node)
         if error:
             raise conflict(error)
-        allocation = release.holder_of(session, node)
+        allocation = releasing.holder_of(session, node)
         if allocation is not None:
-            release.release_in_session(session, allocation)
+            releasing.release_in_session(session, allocation)
         session.execute(
             delete(Allocation)
             .where(Allocation.node_id == node.id)
