@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import delete
 from werkzeug.wrappers import Response
 
 from baremetal_allocclient.server.api import (
@@ -26,8 +25,8 @@ from baremetal_allocclient.server.api.errors import (
 from baremetal_allocclient.server.db import lookups
 from baremetal_allocclient.server.db.models import (
     Node,
-    NodeTrait,
 )
+from baremetal_allocclient.server.ironic import node_rows
 
 MAX_TRAITS = 50
 
@@ -86,7 +85,7 @@ def add_trait(ctx: Context, ident: str, trait: str) -> Response:
         current = lookups.traits_of(session, [node.id])[node.id]
         if trait not in current:
             _check_trait_count(node, [*current, trait])
-            session.add(NodeTrait(node_id=node.id, trait=trait))
+            node_rows.add_trait(session, node.id, trait)
             lookups.touch_node(session, node.id)
     return empty_response(204)
 
@@ -96,12 +95,7 @@ def remove_trait(ctx: Context, ident: str, trait: str) -> Response:
     _traits_gate(ctx, "DELETE")
     with ctx.services.db.write() as session:
         node = find_node(ctx, session, ident)
-        result = session.execute(
-            delete(NodeTrait).where(
-                NodeTrait.node_id == node.id, NodeTrait.trait == trait
-            )
-        )
-        if lookups.rowcount(result) == 0:
+        if not node_rows.remove_trait(session, node.id, trait):
             raise not_found(
                 f"Node {node.uuid} doesn't have a trait '{trait}'"
             )

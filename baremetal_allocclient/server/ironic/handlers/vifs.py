@@ -11,8 +11,6 @@ interfaces (see ``doc/source/reference/api-compatibility.rst``).
 
 from __future__ import annotations
 
-from sqlalchemy import delete, select
-from sqlalchemy.orm import Session
 from werkzeug.wrappers import Response
 
 from baremetal_allocclient.server.api import schemas
@@ -27,8 +25,7 @@ from baremetal_allocclient.server.api.errors import (
     conflict,
     no_route,
 )
-from baremetal_allocclient.server.db import lookups
-from baremetal_allocclient.server.db.models import NodeVif, utcnow
+from baremetal_allocclient.server.ironic import vif_rows
 
 #: The minor version that introduced the VIF sub-resource.
 VIFS_SINCE = 28
@@ -48,19 +45,12 @@ def check_vif_id(name: str, value: str) -> None:
         raise bad_request(f"Expected UUID or name for {name}: {value}")
 
 
-def vif_ids(session: Session, node_id: int) -> list[str]:
-    """The VIFs attached to a node, in the order they were attached."""
-    return list(session.scalars(
-        select(NodeVif.vif_id).where(NodeVif.node_id == node_id)
-        .order_by(NodeVif.created_at, NodeVif.vif_id)))
-
-
 def list_vifs(ctx: Context, ident: str) -> Response:
     """GET /v1/nodes/{ident}/vifs."""
     _gate(ctx)
     with ctx.services.db.read() as session:
         node = find_node(ctx, session, ident)
-        vifs = vif_ids(session, node.id)
+        vifs = vif_rows.vif_ids(session, node.id)
     return json_response({"vifs": [{"id": vif} for vif in vifs]})
 
 
@@ -78,11 +68,10 @@ def attach_vif(ctx: Context, ident: str) -> Response:
         raise bad_request("Cannot specify both port_uuid and portgroup_uuid")
     with ctx.services.db.write() as session:
         node = find_node(ctx, session, ident)
-        if vif in vif_ids(session, node.id):
+        if vif in vif_rows.vif_ids(session, node.id):
             raise conflict(f"Unable to attach VIF because VIF {vif} is "
                            f"already attached to Ironic node {node.uuid}")
-        session.add(NodeVif(node_id=node.id, vif_id=vif,
-                            created_at=utcnow()))
+        vif_rows.attach_vif(session, node.id, vif)
     return empty_response(204)
 
 
@@ -92,9 +81,7 @@ def detach_vif(ctx: Context, ident: str, vif: str) -> Response:
     check_vif_id("vif_id", vif)
     with ctx.services.db.write() as session:
         node = find_node(ctx, session, ident)
-        result = session.execute(delete(NodeVif).where(
-            NodeVif.node_id == node.id, NodeVif.vif_id == vif))
-        if lookups.rowcount(result) == 0:
+        if not vif_rows.detach_vif(session, node.id, vif):
             raise bad_request(f"Unable to detach VIF {vif} from node "
                               f"{node.uuid} because it is not attached to "
                               f"it.")

@@ -26,7 +26,9 @@ RELEASE_ENTRY = f"{ALLOCATION}.service.releasing"
 #: undeploying a node when its lease expires.
 UNDEPLOY_SEAM = f"{IRONIC}.undeploy"
 #: Handlers parse, check the version, call the service and render.
-HANDLER_PACKAGES = (f"{ALLOCATION}.handlers",)
+HANDLER_PACKAGES = (f"{ALLOCATION}.handlers", f"{IRONIC}.handlers")
+#: Ironic handlers that still build their SQL (not moved out yet).
+SQL_IN_HANDLERS = {f"{IRONIC}.handlers.nodes", f"{IRONIC}.handlers.ports"}
 MAX_LINES = 800
 
 
@@ -116,10 +118,11 @@ class LayoutTest(testtools.TestCase):
         self.assertEqual(set(), wrong)
 
     def test_handlers_import_no_sqlalchemy(self) -> None:
-        wrong = {name for name, deps in GRAPH.items()
-                 if any(_in(name, p) for p in HANDLER_PACKAGES)
-                 and any(_in(dep, "sqlalchemy") for dep in deps)}
-        self.assertEqual(set(), wrong)
+        with_sql = {name for name, deps in GRAPH.items()
+                    if any(_in(name, p) for p in HANDLER_PACKAGES)
+                    and any(_in(dep, "sqlalchemy") for dep in deps)}
+        # The exceptions still need it (else the list is out of date).
+        self.assertEqual(SQL_IN_HANDLERS, with_sql)
 
     def test_no_import_cycle(self) -> None:
         self.assertIsNone(find_cycle(GRAPH))
