@@ -13,17 +13,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import jsonpatch
-from sqlalchemy import Select, select
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
 from werkzeug.wrappers import Response
 
 from baremetal_allocclient.server import node_states as ns
-from baremetal_allocclient.server.api import listing, policy, schemas, views
+from baremetal_allocclient.server.api import listing, schemas, views
 from baremetal_allocclient.server.api.context import (
     Context,
     empty_response,
-    find_node,
     json_response,
 )
 from baremetal_allocclient.server.api.errors import (
@@ -31,10 +27,10 @@ from baremetal_allocclient.server.api.errors import (
     bad_request,
     conflict,
     not_acceptable,
-    not_found,
 )
-from baremetal_allocclient.server.db.engine import WRITE
+from baremetal_allocclient.server.db.engine import duplicates_refused
 from baremetal_allocclient.server.db.models import Node, Port, utcnow
+from baremetal_allocclient.server.ironic import port_rows
 
 #: What a PATCH may name (Ironic's list, whatever the version).
 PATCHABLE = (
@@ -108,67 +104,7 @@ def normalized(values: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-# -- lookups ---------------------------------------------------------------
-def _visible(ctx: Context, node: Node) -> bool:
-    return policy.node_visible(policy.principal(ctx), node.owner, node.lessee)
-
-
-def find_port(
-    ctx: Context, session: Session, ident: str
-) -> tuple[Port, Node]:
-    """A port by UUID with its node (locked in a write); 404 when missing
-    or on a node the caller may not see.  Ports have no names below 1.88,
-    so a name is never found; anything else is a 400, like Ironic."""
-    canonical = schemas.canonical_uuid(ident)
-    if not schemas.is_uuid_like(canonical):
-        if not schemas.is_valid_name(ident):
-            raise bad_request(
-                f"Expected UUID or name for port_ident: {ident}")
-        raise not_found(f"Port {ident} could not be found.")
-    port = session.scalars(
-        select(Port).where(Port.uuid == canonical)).first()
-    node = None
-    if port is not None:
-        node = _locked(session, select(Node).where(Node.id == port.node_id))
-    if port is None or node is None or not _visible(ctx, node):
-        raise not_found(f"Port {ident} could not be found.")
-    if session.info.get(WRITE):  # node, then port: the one lock order
-        session.refresh(port, with_for_update=True)
-    return port, node
-
-
-def _locked(session: Session, query: Select[Any]) -> Node | None:
-    """The first node of ``query``, locked when in a write."""
-    if session.info.get(WRITE):
-        query = query.with_for_update().execution_options(
-            populate_existing=True)
-    node: Node | None = session.scalars(query).first()
-    return node
-
-
-def _node_for_port(ctx: Context, session: Session, ident: str) -> Node:
-    """The node a body names; missing (or hidden) is a 400."""
-    ident = schemas.canonical_uuid(ident)
-    column = Node.uuid if schemas.is_uuid_like(ident) else Node.name
-    node = _locked(session, select(Node).where(column == ident))
-    if node is None or not _visible(ctx, node):
-        raise bad_request(f"Node {ident} could not be found.")
-    return node
-
-
-def _check_unique(
-    session: Session, address: str, uuid: str | None, port_id: int | None
-) -> None:
-    taken = session.scalar(select(Port.id).where(
-        Port.address == address, Port.id != (port_id or -1)))
-    if taken is not None:
-        raise conflict(f"A port with MAC address {address} already exists.")
-    if uuid is not None and session.scalar(
-        select(Port.id).where(Port.uuid == uuid)
-    ) is not None:
-        raise conflict(f"A port with UUID {uuid} already exists.")
-
-
+# -- rendering -------------------------------------------------------------
 def _render(ctx: Context, port: Port, node_uuid: str,
             fields: Sequence[str] | None = None) -> dict[str, Any]:
     return views.port_view(port, node_uuid, ctx.base_url, ctx.minor, fields)
@@ -207,27 +143,6 @@ def _page(ctx: Context) -> listing.Page:
     )
 
 
-def _filtered(
-    ctx: Context, session: Session, node_ident: str | None
-) -> Any:
-    query: Any = select(Port, Node.uuid).join(
-        Node, Node.id == Port.node_id)
-    visible = policy.node_filter(policy.principal(ctx))
-    if visible is not None:
-        query = query.where(visible)
-    if node_ident is not None:
-        node = find_node(ctx, session, node_ident)
-        query = query.where(Port.node_id == node.id)
-    address = ctx.query("address")
-    if address is not None:
-        mac = schemas.normalize_mac(address)
-        if mac is None:
-            raise bad_request(
-                f"Expected valid MAC address for address: {address}")
-        query = query.where(Port.address == mac)
-    return query
-
-
 def list_ports(
     ctx: Context, detail: bool = False, ident: str | None = None
 ) -> Response:
@@ -240,11 +155,7 @@ def list_ports(
     # Like Ironic: the sub-resource's node, else node_uuid, else node.
     node_ident = ident or node_uuid or ctx.query("node")
     with ctx.services.db.read() as session:
-        query = _filtered(ctx, session, node_ident)
-        marker = _marker(ctx, session, page)
-        query = listing.order_and_page(
-            query, page, getattr(Port, page.sort_key), Port.id, marker)
-        rows = list(session.execute(query))
+        rows = port_rows.page_of_ports(ctx, session, node_ident, page)
         items = [_render(ctx, port, node_uuid, fields)
                  for port, node_uuid in rows]
     body: dict[str, Any] = {"ports": items}
@@ -256,18 +167,6 @@ def list_ports(
     if link:
         body["next"] = link
     return json_response(body)
-
-
-def _marker(
-    ctx: Context, session: Session, page: listing.Page
-) -> tuple[Any, int] | None:
-    ident = ctx.query("marker")
-    if ident is None:
-        return None
-    if not schemas.is_uuid_like(ident):
-        raise bad_request(f"Expected UUID for marker: {ident}")
-    port, _node = find_port(ctx, session, ident)
-    return getattr(port, page.sort_key), port.id
 
 
 def list_node_ports(ctx: Context, ident: str) -> Response:
@@ -285,7 +184,7 @@ def get_port(ctx: Context, ident: str) -> Response:
     fields = listing.parse_fields(ctx.query("fields"))
     views.check_port_fields(fields, ctx.minor)
     with ctx.services.db.read() as session:
-        port, node = find_port(ctx, session, ident)
+        port, node = port_rows.find_port(ctx, session, ident)
         return json_response(_render(ctx, port, node.uuid, fields))
 
 
@@ -306,23 +205,22 @@ def create_port(ctx: Context) -> Response:
     _check_smartnic(values)
     uuid = values.get("uuid") or str(uuidlib.uuid4())
     now = utcnow()
-    try:
-        with ctx.services.db.write() as session:
-            node = _node_for_port(
-                ctx, session, values.get("node_uuid") or values["node_ident"])
-            _check_unique(session, values["address"], uuid, None)
-            port = Port(
-                uuid=uuid, address=values["address"], node_id=node.id,
-                internal_info={}, created_at=now,
-                **{k: _value(values, k) for k in _DEFAULTS},
-            )
-            session.add(port)
-            session.flush()
-            result = _render(ctx, port, node.uuid)
-    except IntegrityError:
-        raise conflict(
+    def duplicate() -> ApiError:  # a race lost to another create
+        return conflict(
             f"A port with MAC address {values['address']} or UUID {uuid} "
-            f"already exists.") from None
+            f"already exists.")
+
+    with duplicates_refused(duplicate), ctx.services.db.write() as session:
+        node = port_rows.node_for_port(
+            ctx, session, values.get("node_uuid") or values["node_ident"])
+        port_rows.check_unique(session, values["address"], uuid, None)
+        port = Port(
+            uuid=uuid, address=values["address"], node_id=node.id,
+            internal_info={}, created_at=now,
+            **{k: _value(values, k) for k in _DEFAULTS},
+        )
+        port_rows.add_port(session, port)
+        result = _render(ctx, port, node.uuid)
     response = json_response(result, 201)
     response.headers["Location"] = f"{ctx.base_url}/v1/ports/{uuid}"
     return response
@@ -375,7 +273,7 @@ def update_port(ctx: Context, ident: str) -> Response:
     """PATCH /v1/ports/{ident} (JSON patch)."""
     patch = _apply_patch(ctx, ctx.json_body())
     with ctx.services.db.write() as session:
-        port, node = find_port(ctx, session, ident)
+        port, node = port_rows.find_port(ctx, session, ident)
         before = _patchable(port, node)
         try:
             after = jsonpatch.apply_patch(before, patch)
@@ -394,13 +292,13 @@ def update_port(ctx: Context, ident: str) -> Response:
                 f"Portgroup {after['portgroup_uuid']} could not be found.")
         target = node
         if after["node_uuid"] != node.uuid:
-            target = _patched_node(ctx, session, after["node_uuid"])
+            target = port_rows.patched_node(ctx, session, after["node_uuid"])
         changed = {k for k in _DEFAULTS if _value(after, k) != before[k]}
         if after["address"] != port.address:
             changed.add("address")
         check_update_allowed(port, target, changed)
         if "address" in changed:
-            _check_unique(session, after["address"], None, port.id)
+            port_rows.check_unique(session, after["address"], None, port.id)
             port.address = after["address"]
         for key in changed - {"address"}:
             setattr(port, key, _value(after, key))
@@ -409,16 +307,6 @@ def update_port(ctx: Context, ident: str) -> Response:
         session.flush()
         result = _render(ctx, port, target.uuid)
     return json_response(result)
-
-
-def _patched_node(ctx: Context, session: Session, node_uuid: str) -> Node:
-    """The node a patch moves a port to; a missing one is a 400."""
-    try:
-        return _node_for_port(ctx, session, node_uuid)
-    except ApiError:
-        raise bad_request(
-            f"Unable to apply the requested node_uuid '{node_uuid}'. "
-            f"Requested value was invalid.") from None
 
 
 def check_update_allowed(port: Port, node: Node, changed: set[str]) -> None:
@@ -450,6 +338,6 @@ def delete_port(ctx: Context, ident: str) -> Response:
     if not schemas.is_uuid_like(ident):
         raise bad_request(f"Expected UUID for port_uuid: {ident}")
     with ctx.services.db.write() as session:
-        port, _node = find_port(ctx, session, ident)
-        session.delete(port)
+        port, _node = port_rows.find_port(ctx, session, ident)
+        port_rows.delete_port(session, port)
     return empty_response(204)
