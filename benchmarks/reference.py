@@ -135,14 +135,13 @@ def seed_allocations(db: str, resource_class: str) -> int:
 
 def explain_selection(db: str, resource_class: str) -> list[str]:
     """The plan of the exact query the workers run to find candidates."""
-    from baremetal_allocclient.server.db import queries
-    from baremetal_allocclient.server.logic import selection
+    from baremetal_allocclient.server.allocation import matching, selection
 
     request = selection.Request(resource_class=resource_class)
     filters = tuple(selection.active_filters(request))
-    query = queries.candidate_query(filters).params(
-        **queries.filter_params(request), w_pivot=1,
-        w_limit=queries.CANDIDATE_WINDOW)
+    query = matching.candidate_query(filters).params(
+        **matching.filter_params(request), w_pivot=1,
+        w_limit=matching.CANDIDATE_WINDOW)
     engine = create_engine(db)
     try:
         compiled = query.compile(engine, compile_kwargs={

@@ -17,21 +17,18 @@ from werkzeug.wrappers import Request, Response
 
 from baremetal_allocclient.constraints import EXPLAIN_PATH
 from baremetal_allocclient.groups import PATH as GROUPS_PATH
-from baremetal_allocclient.server.api import (
+from baremetal_allocclient.server.allocation.handlers import (
     allocations,
-    boot_mode,
     capacity,
     explain,
-    extensions,
     groups,
+)
+from baremetal_allocclient.server.api import (
+    extensions,
     limits,
-    nodes,
     openapi,
-    ports,
     storable,
     versions,
-    vifs,
-    vmedia,
 )
 from baremetal_allocclient.server.api.context import (
     Context,
@@ -45,6 +42,15 @@ from baremetal_allocclient.server.db.engine import (
     is_transient,
     is_unavailable,
     short_reason,
+)
+from baremetal_allocclient.server.ironic.handlers import (
+    boot_mode,
+    nodes,
+    ports,
+    provisioning,
+    traits,
+    vifs,
+    vmedia,
 )
 
 LOG = logging.getLogger(__name__)
@@ -81,24 +87,25 @@ _ROUTES: list[tuple[str, str, Handler]] = [
      allocations.get_node_allocation),
     ("/v1/nodes/<ident>/allocation", "DELETE",
      allocations.delete_node_allocation),
-    ("/v1/nodes/<ident>/states", "GET", nodes.get_states),
+    ("/v1/nodes/<ident>/states", "GET", provisioning.get_states),
     ("/v1/nodes/<ident>/states/provision", "PUT",
-     nodes.set_provision_state),
-    ("/v1/nodes/<ident>/states/power", "PUT", nodes.set_power_state),
+     provisioning.set_provision_state),
+    ("/v1/nodes/<ident>/states/power", "PUT", provisioning.set_power_state),
     ("/v1/nodes/<ident>/states/boot_mode", "PUT", boot_mode.set_boot_mode),
     ("/v1/nodes/<ident>/states/secure_boot", "PUT",
      boot_mode.set_secure_boot),
-    ("/v1/nodes/<ident>/maintenance", "PUT", nodes.set_maintenance),
-    ("/v1/nodes/<ident>/maintenance", "DELETE", nodes.unset_maintenance),
-    ("/v1/nodes/<ident>/validate", "GET", nodes.validate_node),
-    ("/v1/nodes/<ident>/firmware", "GET", nodes.list_firmware),
+    ("/v1/nodes/<ident>/maintenance", "PUT", provisioning.set_maintenance),
+    ("/v1/nodes/<ident>/maintenance", "DELETE",
+     provisioning.unset_maintenance),
+    ("/v1/nodes/<ident>/validate", "GET", provisioning.validate_node),
+    ("/v1/nodes/<ident>/firmware", "GET", provisioning.list_firmware),
     ("/v1/nodes/<ident>/vmedia", "POST", vmedia.attach_vmedia),
     ("/v1/nodes/<ident>/vmedia", "DELETE", vmedia.detach_vmedia),
-    ("/v1/nodes/<ident>/traits", "GET", nodes.get_traits),
-    ("/v1/nodes/<ident>/traits", "PUT", nodes.set_traits),
-    ("/v1/nodes/<ident>/traits", "DELETE", nodes.remove_traits),
-    ("/v1/nodes/<ident>/traits/<trait>", "PUT", nodes.add_trait),
-    ("/v1/nodes/<ident>/traits/<trait>", "DELETE", nodes.remove_trait),
+    ("/v1/nodes/<ident>/traits", "GET", traits.get_traits),
+    ("/v1/nodes/<ident>/traits", "PUT", traits.set_traits),
+    ("/v1/nodes/<ident>/traits", "DELETE", traits.remove_traits),
+    ("/v1/nodes/<ident>/traits/<trait>", "PUT", traits.add_trait),
+    ("/v1/nodes/<ident>/traits/<trait>", "DELETE", traits.remove_trait),
     ("/v1/nodes/<ident>/ports", "GET", ports.list_node_ports),
     ("/v1/nodes/<ident>/ports/detail", "GET", ports.list_node_ports_detail),
     ("/v1/nodes/<ident>/vifs", "GET", vifs.list_vifs),

@@ -16,24 +16,26 @@ from dataclasses import dataclass
 from typing import Any
 
 from baremetal_allocclient.server import security
+from baremetal_allocclient.server.allocation.backends import (
+    options as backend_options,
+)
+from baremetal_allocclient.server.allocation.backends.base import Backend
+from baremetal_allocclient.server.allocation.lease_expiry import LeaseExpiry
+from baremetal_allocclient.server.allocation.membership import Membership
+from baremetal_allocclient.server.allocation.queueing import QueueRounds
+from baremetal_allocclient.server.allocation.takeover import Takeover
+from baremetal_allocclient.server.allocation.workers import AllocationWorkers
 from baremetal_allocclient.server.api.context import Services
 from baremetal_allocclient.server.api.prefer import (
     WaitPermits,
     waiting_capacity,
 )
 from baremetal_allocclient.server.app import MAX_BODY, Application
-from baremetal_allocclient.server.backends import options as backend_options
-from baremetal_allocclient.server.backends.base import Backend
-from baremetal_allocclient.server.conductor.fake_hardware import FakeHardware
-from baremetal_allocclient.server.conductor.lease_expiry import LeaseExpiry
-from baremetal_allocclient.server.conductor.membership import Membership
-from baremetal_allocclient.server.conductor.queueing import QueueRounds
-from baremetal_allocclient.server.conductor.takeover import Takeover
-from baremetal_allocclient.server.conductor.workers import AllocationWorkers
 from baremetal_allocclient.server.db.engine import Database, is_unavailable
 from baremetal_allocclient.server.db.models import utcnow
 from baremetal_allocclient.server.frontend import options as frontend_options
 from baremetal_allocclient.server.frontend.server import FrontEnd
+from baremetal_allocclient.server.ironic.fake_hardware import FakeHardware
 
 LOG = logging.getLogger("baremetal_allocclient.server")
 LISTEN_BACKLOG = 1024

@@ -12,7 +12,9 @@ from collections.abc import Sequence
 from types import FrameType
 
 from baremetal_allocclient.server import config, options, security
-from baremetal_allocclient.server.backends import options as backend_options
+from baremetal_allocclient.server.allocation.backends import (
+    options as backend_options,
+)
 
 LOG = logging.getLogger("baremetal_allocclient.server")
 
@@ -117,11 +119,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _enroll(db: object, args: argparse.Namespace) -> int:
-    from baremetal_allocclient.server import inventory
     from baremetal_allocclient.server.db.engine import (
         Database,
         SchemaOutOfDate,
     )
+    from baremetal_allocclient.server.ironic import inventory
 
     assert isinstance(db, Database)
     defaults = inventory.Defaults(
@@ -148,7 +150,7 @@ def _enroll(db: object, args: argparse.Namespace) -> int:
 
 def _enroll_notes(parsed: object) -> list[str]:
     """What enrolling did that the inventory did not say, said once."""
-    from baremetal_allocclient.server import inventory
+    from baremetal_allocclient.server.ironic import inventory
 
     assert isinstance(parsed, inventory.Inventory)
     notes = []
@@ -172,7 +174,7 @@ def _serve(db: object, args: argparse.Namespace) -> int:
     from sqlalchemy.exc import DBAPIError
 
     from baremetal_allocclient.server import assembly
-    from baremetal_allocclient.server.conductor.membership import (
+    from baremetal_allocclient.server.allocation.membership import (
         ConductorNameInUse,
     )
     from baremetal_allocclient.server.db.engine import (

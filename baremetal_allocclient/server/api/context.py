@@ -9,6 +9,10 @@ from typing import Any
 from sqlalchemy.orm import Session
 from werkzeug.wrappers import Request, Response
 
+from baremetal_allocclient.server.allocation import release
+from baremetal_allocclient.server.allocation.backends.base import Backend
+from baremetal_allocclient.server.allocation.queueing import QueueRounds
+from baremetal_allocclient.server.allocation.workers import AllocationWorkers
 from baremetal_allocclient.server.api import (
     limits,
     policy,
@@ -22,13 +26,10 @@ from baremetal_allocclient.server.api.errors import (
     bad_request,
     not_found,
 )
-from baremetal_allocclient.server.backends.base import Backend
-from baremetal_allocclient.server.conductor.fake_hardware import FakeHardware
-from baremetal_allocclient.server.conductor.queueing import QueueRounds
-from baremetal_allocclient.server.conductor.workers import AllocationWorkers
-from baremetal_allocclient.server.db import queries
+from baremetal_allocclient.server.db import lookups
 from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import Allocation, Node
+from baremetal_allocclient.server.ironic.fake_hardware import FakeHardware
 
 
 @dataclass(frozen=True)
@@ -111,13 +112,13 @@ def find_node(ctx: Context, session: Session, ident: str) -> Node:
     """A node by UUID or (from 1.5) name; 404 when missing."""
     ident = schemas.canonical_uuid(ident)
     if schemas.is_uuid_like(ident):
-        node = queries.node_by_ident(session, ident, by_uuid=True)
+        node = lookups.node_by_ident(session, ident, by_uuid=True)
     elif ctx.minor >= versions.NODE_NAME:
         if not schemas.is_valid_name(ident):
             raise bad_request(
                 f"Expected a logical name or UUID but received {ident}."
             )
-        node = queries.node_by_ident(session, ident, by_uuid=False)
+        node = lookups.node_by_ident(session, ident, by_uuid=False)
     else:
         node = None
     if node is None or not _visible(ctx, node):
@@ -137,7 +138,7 @@ def find_allocation(
     With ``ctx``, one its principal may not see is missing too.
     """
     ident = schemas.canonical_uuid(ident)
-    allocation = queries.allocation_by_ident(
+    allocation = lookups.allocation_by_ident(
         session, ident, by_uuid=schemas.is_uuid_like(ident)
     )
     return visible_allocation(allocation, ident, ctx)
@@ -149,7 +150,7 @@ def allocation_to_release(
     """Like :func:`find_allocation`, with its node locked first (the one
     lock order), ready to be released."""
     ident = schemas.canonical_uuid(ident)
-    allocation = queries.allocation_for_release(
+    allocation = release.allocation_for_release(
         session, ident, by_uuid=schemas.is_uuid_like(ident)
     )
     return visible_allocation(allocation, ident, ctx)
@@ -161,7 +162,7 @@ def read_allocation(
     """Like :func:`find_allocation`, for answering a read: the allocation
     (not tracked by the session) and its node's UUID, in one query."""
     ident = schemas.canonical_uuid(ident)
-    found = queries.allocation_for_reading(
+    found = lookups.allocation_for_reading(
         session, ident, by_uuid=schemas.is_uuid_like(ident)
     )
     allocation, node_uuid = found if found is not None else (None, None)
@@ -188,7 +189,7 @@ def node_as_filter_argument(
 ) -> Node:
     """A node named in a query or body: missing (or hidden) is a 400."""
     ident = schemas.canonical_uuid(ident)
-    node = queries.node_by_ident(
+    node = lookups.node_by_ident(
         session, ident, by_uuid=schemas.is_uuid_like(ident), lock=False
     )
     if node is None or not _visible(ctx, node):

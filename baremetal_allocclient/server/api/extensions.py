@@ -19,10 +19,10 @@ from typing import Any
 
 from baremetal_allocclient import constraints, leases
 from baremetal_allocclient import groups as group_model
-from baremetal_allocclient.server.api import capacity
+from baremetal_allocclient.server.allocation import queue
+from baremetal_allocclient.server.allocation.handlers import capacity
 from baremetal_allocclient.server.api.context import Context, Services
 from baremetal_allocclient.server.api.errors import bad_request
-from baremetal_allocclient.server.logic import queue
 
 #: The queue extension: its name (in the header and in ``GET /v1``) and
 #: the version of its wire format.

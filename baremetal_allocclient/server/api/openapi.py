@@ -22,13 +22,8 @@ from typing import Any
 
 from werkzeug.wrappers import Response
 
-from baremetal_allocclient.server.api import (
-    boot_mode,
-    limits,
-    schemas,
-    versions,
-    views,
-)
+from baremetal_allocclient.server.api import limits, schemas, versions, views
+from baremetal_allocclient.server.ironic.handlers import boot_mode
 
 _LATEST = versions.MAX_VERSION
 _ERROR_REF = {"$ref": "#/components/responses/Error"}

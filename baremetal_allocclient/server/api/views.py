@@ -16,7 +16,7 @@ from baremetal_allocclient.server.api.errors import (
     not_acceptable,
 )
 from baremetal_allocclient.server.db.models import Allocation, Node, Port
-from baremetal_allocclient.server.logic import interfaces, secrets
+from baremetal_allocclient.server.ironic import interfaces, secrets
 
 # Node fields in Ironic's output order with their introducing version.
 NODE_FIELDS: tuple[tuple[str, int], ...] = (

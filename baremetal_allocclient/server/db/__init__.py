@@ -1,1 +1,1 @@
-"""Models, engine/transactions, queries and migrations."""
+"""Models, engine/transactions, lookups and migrations (shared)."""

@@ -7,7 +7,8 @@ write lock (the cause of "database is locked" errors that busy_timeout
 cannot help with), and threads of this process queue on a Python lock
 instead of spinning on SQLite's busy handler.  Other processes sharing the
 file wait on ``busy_timeout``.  On PostgreSQL and MariaDB the lock is not
-used; correctness rests on the compare-and-set updates in ``queries.py``.
+used; correctness rests on the compare-and-set updates in
+``allocation/reservation.py``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from alembic import command
@@ -27,6 +28,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import (
     DataError,
     DBAPIError,
+    IntegrityError,
     InterfaceError,
     OperationalError,
 )
@@ -179,6 +181,17 @@ def is_bad_data(exc: BaseException) -> bool:
         return _mysql_code(exc) in _DATA_MYSQL_ERRORS
     sqlstate = getattr(orig, "sqlstate", None)
     return isinstance(sqlstate, str) and sqlstate.startswith("22")
+
+
+@contextlib.contextmanager
+def duplicates_refused(error: Callable[[], Exception]) -> Iterator[None]:
+    """Raise ``error()`` (from None) instead of a uniqueness violation
+    inside the block: the insert that lost a race against a concurrent
+    one with the same unique value."""
+    try:
+        yield
+    except IntegrityError:
+        raise error() from None
 
 
 def short_reason(exc: BaseException) -> str:

@@ -18,7 +18,7 @@ import subprocess
 import sys
 from typing import Any
 
-from baremetal_allocclient.server import inventory
+from baremetal_allocclient.server.ironic import inventory
 from baremetal_allocclient.tests.contract import base
 from baremetal_allocclient.tests.functional import targets
 

@@ -35,7 +35,7 @@ from typing import Any
 import requests
 import testtools
 
-from baremetal_allocclient.server.logic import interfaces
+from baremetal_allocclient.server.ironic import interfaces
 from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
 from baremetal_allocclient.tests.fixtures.launcher import ServerProcess
 

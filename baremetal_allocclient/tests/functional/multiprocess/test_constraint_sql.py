@@ -19,7 +19,11 @@ from sqlalchemy import delete, update
 
 from baremetal_allocclient import constraints as model
 from baremetal_allocclient.constraints import Constraints, Op
-from baremetal_allocclient.server.db import queries
+from baremetal_allocclient.server.allocation import (
+    matching,
+    reservation,
+    selection,
+)
 from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import (
     Allocation,
@@ -27,7 +31,6 @@ from baremetal_allocclient.server.db.models import (
     NodeTrait,
     utcnow,
 )
-from baremetal_allocclient.server.logic import selection
 from baremetal_allocclient.tests.functional.multiprocess import _databases
 
 _RC = "gold"
@@ -123,7 +126,7 @@ class _ConstraintSqlTests:
         for fields, wanted in _REQUESTS:
             request = selection.Request(_RC, constraints=wanted, **fields)
             with self.db.read() as session:
-                in_sql = queries.funnel_counts(session, request)
+                in_sql = matching.funnel_counts(session, request)
             in_python, _ = model.funnel(request.selection, self.documents())
             case.assertEqual(in_python, in_sql, (fields, wanted))
 
@@ -134,7 +137,7 @@ class _ConstraintSqlTests:
             filters = selection.active_filters(request)
             with self.db.read() as session:
                 found = {name for _id, name in
-                         queries.candidates(session, request, filters)}
+                         matching.candidates(session, request, filters)}
             _, survivors = model.funnel(request.selection, self.documents())
             case.assertEqual({n["name"] for n in survivors}, found,
                              (fields, wanted))
@@ -147,18 +150,18 @@ class _ConstraintSqlTests:
         request = selection.Request(_RC, constraints=wanted)
         filters = selection.active_filters(request)
         with self.db.read() as session:
-            (picked,) = queries.candidate_window(session, request, filters, 1)
+            (picked,) = matching.candidate_window(session, request, filters, 1)
         case.assertEqual("n3", picked.name)
         alloc_id, alloc_uuid = self._allocation()
         case.addCleanup(self._free, picked.id, alloc_id)
         self._set_rack(picked.id, "r2")
-        outcome = queries.reserve(self.db, alloc_id, alloc_uuid, picked.id,
+        outcome = reservation.reserve(self.db, alloc_id, alloc_uuid, picked.id,
                                   request, filters, "c1")
-        case.assertIs(queries.Reservation.NODE_TAKEN, outcome)
+        case.assertIs(reservation.Reservation.NODE_TAKEN, outcome)
         self._set_rack(picked.id, "r1")
-        outcome = queries.reserve(self.db, alloc_id, alloc_uuid, picked.id,
+        outcome = reservation.reserve(self.db, alloc_id, alloc_uuid, picked.id,
                                   request, filters, "c1")
-        case.assertIs(queries.Reservation.RESERVED, outcome)
+        case.assertIs(reservation.Reservation.RESERVED, outcome)
 
     def _allocation(self) -> tuple[int, str]:
         uuid = f"alloc-{random.randrange(10**9)}"

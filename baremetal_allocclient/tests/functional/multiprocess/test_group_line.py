@@ -1,8 +1,9 @@
 """A group never takes a node promised to an allocation waiting in line.
 
 Allocations waiting in line arrived before any group made now, so a
-group reservation (one transaction, ``server/db/groups.py``) leaves them
-the nodes they get first, on every database.  The rows are written and
+group reservation (one transaction,
+``server/allocation/group_reservation.py``) leaves them the nodes they
+get first, on every database.  The rows are written and
 the reservation is called directly: no queue round can run in between,
 so the outcome is deterministic.
 """
@@ -16,8 +17,11 @@ from typing import Any, ClassVar
 import testtools
 from sqlalchemy import select
 
-from baremetal_allocclient.server.db import groups as group_db
-from baremetal_allocclient.server.db import queries
+from baremetal_allocclient.server.allocation import (
+    group_reservation as group_db,
+)
+from baremetal_allocclient.server.allocation.selection import Request
+from baremetal_allocclient.server.allocation.states import ACTIVE, ALLOCATING
 from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import (
     Allocation,
@@ -25,7 +29,6 @@ from baremetal_allocclient.server.db.models import (
     NodeTrait,
     utcnow,
 )
-from baremetal_allocclient.server.logic.selection import Request
 from baremetal_allocclient.tests.functional.multiprocess import _databases
 
 
@@ -73,7 +76,7 @@ class _GroupLine:
         now = utcnow()
         with self.db.write() as session:
             session.add(Allocation(
-                uuid=made, state=queries.ALLOCATING, resource_class=self.rc,
+                uuid=made, state=ALLOCATING, resource_class=self.rc,
                 traits=list(traits), candidate_nodes=[], extra={},
                 conductor_affinity="elsewhere", created_at=now,
                 queue_deadline=now + datetime.timedelta(
@@ -85,7 +88,7 @@ class _GroupLine:
 
         def build() -> list[Allocation]:
             return [Allocation(
-                uuid=str(uuid.uuid4()), state=queries.ACTIVE,
+                uuid=str(uuid.uuid4()), state=ACTIVE,
                 resource_class=self.rc, traits=[], candidate_nodes=[],
                 extra={}, conductor_affinity="me") for _ in range(count)]
 

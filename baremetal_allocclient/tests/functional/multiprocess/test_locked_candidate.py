@@ -18,11 +18,13 @@ from typing import Any, ClassVar
 import testtools
 from sqlalchemy import select
 
-from baremetal_allocclient.server.backends.base import Job
-from baremetal_allocclient.server.backends.database import DatabaseBackend
+from baremetal_allocclient.server.allocation import selection
+from baremetal_allocclient.server.allocation.backends.base import Job
+from baremetal_allocclient.server.allocation.backends.database import (
+    DatabaseBackend,
+)
 from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import Allocation, Node, utcnow
-from baremetal_allocclient.server.logic import selection
 from baremetal_allocclient.tests.functional.multiprocess import _databases
 
 #: How long the other transaction holds the node: longer than the four

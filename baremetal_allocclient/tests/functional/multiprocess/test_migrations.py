@@ -21,7 +21,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import JSON, column, insert, select, table, update
 from sqlalchemy.engine import make_url
 
-from baremetal_allocclient.server.db import conductors
+from baremetal_allocclient.server.allocation import conductors
 from baremetal_allocclient.server.db.engine import MIGRATIONS, Database
 from baremetal_allocclient.server.db.models import (
     Allocation,

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import requests
 import testtools
 
-from baremetal_allocclient.server.placement.model import (
+from baremetal_allocclient.server.allocation.placement.model import (
     MANAGED_TRAIT,
     normalize_resource_class,
 )

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from baremetal_allocclient.server.placement import client as pc
+from baremetal_allocclient.server.allocation.placement import client as pc
 
 
 @dataclass

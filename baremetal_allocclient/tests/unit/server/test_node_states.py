@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import testtools
 
-from baremetal_allocclient.server.logic import node_states as ns
+from baremetal_allocclient.server import node_states as ns
 
 
 class TransitionTests(testtools.TestCase):

@@ -1,0 +1,2 @@
+"""The allocation product: handlers, service, workers, selection,
+reservation."""

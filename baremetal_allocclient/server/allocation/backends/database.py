@@ -1,0 +1,177 @@
+"""The database backend: select and reserve nodes with SQL alone.
+
+This is the default.  Candidates come from one query applying every
+filter; the reservation is a compare-and-set transaction
+(:func:`reservation.reserve`), so concurrent workers and processes sharing
+the database never give one node to two allocations.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import ColumnElement
+from sqlalchemy.orm import Session
+
+from baremetal_allocclient.server.allocation import (
+    matching,
+    queue,
+    reservation,
+    selection,
+)
+from baremetal_allocclient.server.allocation.backends.base import Job, Settled
+from baremetal_allocclient.server.allocation.placement import model, snapshot
+from baremetal_allocclient.server.allocation.states import ACTIVE, ERROR
+from baremetal_allocclient.server.db.engine import Database
+from baremetal_allocclient.server.db.models import utcnow
+
+LOG = logging.getLogger(__name__)
+
+# How many times all candidates may be taken by concurrent requests before
+# the allocation fails; each round searches the database again, and the
+# last one waits for locked candidates rather than skipping them.
+SEARCH_ROUNDS = 5
+#: Seconds the highest node id is reused for picking window positions.  A
+#: stale value only skews where windows start: they wrap around, so newer
+#: nodes are still found.
+TOP_ID_TTL = 1.0
+
+
+def explain(db: Database, job: Job, tried: int) -> selection.Why:
+    """Why no node was found: Ironic's text, and the same with the
+    funnel (counting, for an allocation with an owner, only the nodes
+    that owner may see)."""
+    request = job.request
+    with db.read() as session:
+        funnel = matching.funnel_counts(
+            session, request, matching.visible_to(request.owner))
+    return selection.explain_failure(request, funnel, tried)
+
+
+def no_node(db: Database, job: Job, reason: str) -> Settled | None:
+    """No node now: an ordinary allocation fails; one waiting in line
+    stays ``allocating`` (None) until its queue deadline, then fails
+    saying so."""
+    if job.queue_deadline is None:
+        return fail(db, job, reason)
+    if not queue.expired(job.queue_deadline, utcnow()):
+        LOG.debug("Allocation %s waits in line", job.allocation_uuid)
+        return None
+    return fail(db, job, queue.expiry_reason(
+        job.request.resource_class, job.created_at, job.queue_deadline))
+
+
+def fail(db: Database, job: Job, reason: str | selection.Why
+         ) -> Settled | None:
+    """Move the allocation to ``error`` with Ironic's wording and, when
+    there is one, the funnel's text for clients that opted in (None: it
+    was no longer this conductor's to fail)."""
+    why = selection.Why(reason) if isinstance(reason, str) else reason
+    message = selection.failure_message(job.allocation_uuid, why.ironic)
+    detail = (None if why.extended is None else
+              selection.failure_message(job.allocation_uuid, why.extended))
+    now = utcnow()
+    if not reservation.fail_allocation(db, job.allocation_id,
+                                   job.allocation_uuid, job.affinity,
+                                   message, now, detail):
+        return None
+    LOG.info("Allocation %s finished: error", job.allocation_uuid)
+    return Settled(ERROR, None, message, now, detail)
+
+
+def db_capacity(
+    db: Database,
+    resource_class: str | None,
+    visible: ColumnElement[bool] | None = None,
+) -> list[model.CapacityRow]:
+    """Capacity rows computed from the database's node facts."""
+    with db.read() as session:
+        facts = snapshot.node_facts(
+            session, resource_class=resource_class, visible=visible
+        )
+    return model.capacity(facts, resource_class)
+
+
+class DatabaseBackend:
+    """Allocation straight from the database (no external service)."""
+
+    name = "database"
+    blocking = False  # a bounded number of statements, no pauses
+
+    def __init__(self, db: Database, rng: random.Random | None = None) -> None:
+        self._db = db
+        self._rng = rng or random.SystemRandom()
+        self._rng_lock = threading.Lock()
+        self._top_id = 0
+        self._top_id_expires = 0.0
+
+    def start(self) -> None:
+        """Nothing runs in the background."""
+
+    def stop(self) -> None:
+        """Nothing runs in the background."""
+
+    def allocate(self, job: Job) -> Settled | None:
+        """Select and reserve a node, or record why there is none."""
+        filters = list(job.filters)
+        tried = 0
+        # A waiting allocation is tried again on the next queue round.
+        rounds = 1 if job.queue_deadline is not None else SEARCH_ROUNDS
+        for round_ in range(rounds):
+            with self._db.read() as session:
+                top = self._highest_node_id(session)
+                with self._rng_lock:
+                    pivot = self._rng.randint(1, max(top, 1))
+                found = matching.candidate_window(
+                    session, job.request, filters, pivot
+                )
+            if not found:
+                if job.queue_deadline is not None:
+                    return no_node(self._db, job, "")
+                return fail(self._db, job, explain(self._db, job, tried))
+            with self._rng_lock:
+                order = selection.order_candidates(
+                    found, job.request.preferred_name, self._rng
+                )
+            for candidate in order:
+                now = utcnow()
+                outcome = reservation.reserve(
+                    self._db, job.allocation_id, job.allocation_uuid,
+                    candidate.id, job.request, filters, job.affinity, now,
+                    wait_for_lock=round_ == SEARCH_ROUNDS - 1,
+                )
+                if outcome is reservation.Reservation.RESERVED:
+                    LOG.info("Allocation %s finished: active on node %s",
+                             job.allocation_uuid, candidate.uuid)
+                    return Settled(ACTIVE, candidate.uuid, None, now)
+                if outcome is not reservation.Reservation.NODE_TAKEN:
+                    return None  # deleted, taken over or settled
+            tried = len(order)
+        if job.queue_deadline is not None:
+            return no_node(self._db, job, "")
+        # Say why as of now: usually concurrent requests took every match.
+        return fail(self._db, job, explain(self._db, job, tried))
+
+    def _highest_node_id(self, session: Session) -> int:
+        """The highest node id, read at most once per TOP_ID_TTL."""
+        now = time.monotonic()
+        if now >= self._top_id_expires:
+            self._top_id = matching.highest_node_id(session)
+            self._top_id_expires = now + TOP_ID_TTL
+        return self._top_id
+
+    def capacity(
+        self,
+        resource_class: str | None,
+        visible: ColumnElement[bool] | None = None,
+    ) -> Sequence[dict[str, Any]]:
+        """Capacity from the database."""
+        return [
+            row.as_dict()
+            for row in db_capacity(self._db, resource_class, visible)
+        ]

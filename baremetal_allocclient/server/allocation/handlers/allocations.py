@@ -1,0 +1,327 @@
+"""``/v1/allocations`` and ``/v1/nodes/{node}/allocation``: parse, check
+the version, call the service, render."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from werkzeug.wrappers import Response
+
+from baremetal_allocclient.server.allocation.queue import view as line_view
+from baremetal_allocclient.server.allocation.service import (
+    creating,
+    records,
+    releasing,
+)
+from baremetal_allocclient.server.allocation.states import ERROR
+from baremetal_allocclient.server.api import (
+    extensions,
+    listing,
+    policy,
+    prefer,
+    schemas,
+    versions,
+    views,
+)
+from baremetal_allocclient.server.api.context import (
+    Context,
+    allocation_to_release,
+    empty_response,
+    find_allocation,
+    find_node,
+    json_response,
+    node_as_filter_argument,
+    read_allocation,
+)
+from baremetal_allocclient.server.api.errors import (
+    ApiError,
+    bad_request,
+    no_route,
+    not_acceptable,
+    not_found,
+)
+from baremetal_allocclient.server.db.models import Allocation, utcnow
+
+_NOT_ALLOWED = "The API version does not allow allocations"
+_STATES = ("allocating", "active", "error")
+
+
+def _gate(ctx: Context, status: int, minor: int = versions.ALLOCATIONS,
+          message: str = _NOT_ALLOWED) -> None:
+    if ctx.minor < minor:
+        raise ApiError(status, message)
+
+
+def _render(ctx: Context, allocation: Allocation, node_uuid: str | None,
+            fields: list[str] | None = None) -> dict[str, Any]:
+    return views.allocation_view(
+        allocation, node_uuid, ctx.base_url, ctx.minor, fields,
+        extensions.constraints_requested(ctx),
+    )
+
+
+def list_allocations(ctx: Context) -> Response:
+    """GET /v1/allocations with filters and pagination."""
+    _gate(ctx, 404)
+    owner = ctx.query("owner")
+    if owner is not None and ctx.minor < versions.ALLOCATION_OWNER:
+        raise not_acceptable()
+    owner = policy.list_owner(policy.principal(ctx), owner)
+    fields = listing.parse_fields(ctx.query("fields"))
+    views.check_allocation_fields(fields, ctx.minor)
+    page = listing.Page(
+        limit=listing.parse_limit(ctx.query("limit")),
+        sort_key=listing.parse_sort_key(
+            ctx.query("sort_key"), views.ALLOCATION_SORT_KEYS
+        ),
+        sort_dir=listing.parse_sort_dir(ctx.query("sort_dir")),
+    )
+    marker_ident = ctx.query("marker")
+    if marker_ident is not None and not schemas.is_uuid_like(marker_ident):
+        raise bad_request(f"Schema error: '{marker_ident}' is not a 'uuid'")
+    node_ident = ctx.query("node")
+    rows = records.list_page(ctx.services.db, records.Listing(
+        page=page, owner=owner, state=ctx.query("state"),
+        resource_class=ctx.query("resource_class"),
+        node=None if node_ident is None else (
+            lambda session: node_as_filter_argument(ctx, session,
+                                                    node_ident)),
+        marker=None if marker_ident is None else (
+            lambda session: find_allocation(session, marker_ident, ctx)),
+    ))
+    funnel = extensions.constraints_requested(ctx)
+    items = [
+        views.allocation_view(a, node_uuid, ctx.base_url, ctx.minor,
+                              fields, funnel)
+        for a, node_uuid in rows
+    ]
+    body: dict[str, Any] = {"allocations": items}
+    last = rows[-1][0].uuid if rows else None
+    link = listing.next_link(
+        ctx.base_url, "allocations", dict(ctx.request.args), page,
+        len(rows), last,
+    )
+    if link:
+        body["next"] = link
+    return json_response(body)
+
+
+def get_allocation(ctx: Context, ident: str) -> Response:
+    """GET /v1/allocations/{ident}."""
+    _gate(ctx, 404)
+    fields = listing.parse_fields(ctx.query("fields"))
+    views.check_allocation_fields(fields, ctx.minor)
+    allocation, node_uuid = records.read(
+        ctx.services.db,
+        lambda session: read_allocation(session, ident, ctx))
+    body = views.allocation_view(
+        allocation, node_uuid, ctx.base_url, ctx.minor, fields,
+        extensions.constraints_requested(ctx),
+    )
+    if fields is None:
+        body = _with_queue(ctx, allocation, body)
+    return json_response(body)
+def _validated_create_body(ctx: Context) -> dict[str, Any]:
+    body = ctx.json_body()
+    if isinstance(body, dict) and "owner" in body and (
+        ctx.minor < versions.ALLOCATION_OWNER
+    ):
+        raise not_acceptable()
+    schemas.validate(body, schemas.allocation_create(
+        ctx.version, extended=extensions.constraints_requested(ctx),
+        queue=extensions.queue_requested(ctx)))
+    assert isinstance(body, dict)
+    owner = policy.create_owner(policy.principal(ctx), body.get("owner"))
+    if owner is not None:
+        body["owner"] = owner
+    name = body.get("name")
+    if name is not None and not schemas.is_valid_name(name):
+        raise bad_request(
+            f"Cannot create allocation with invalid name '{name}'"
+        )
+    uuid = body.get("uuid")
+    if uuid is not None and not schemas.is_uuid(uuid):
+        raise bad_request(f"Expected UUID for uuid: {uuid}")
+    if uuid is not None:
+        body["uuid"] = schemas.canonical_uuid(uuid)
+    return body
+
+
+def create_allocation(ctx: Context) -> Response:
+    """POST /v1/allocations: store ``allocating`` and hand to a worker.
+
+    With ``Prefer: wait=N`` the answer waits up to N seconds (capped) for
+    the allocation to settle (see ``AllocationWorkers.settle``), so it
+    usually carries the settled allocation.
+    """
+    _gate(ctx, 405)
+    body = _validated_create_body(ctx)
+    now = utcnow()
+    queue_deadline = extensions.queue_deadline(ctx, body, now)
+    if body.get("node"):
+        if body.get("constraints"):
+            raise bad_request("Constraints do not apply to a backfill")
+        return _backfill(ctx, body)
+    wanted = extensions.parse_constraints(body)
+    if not body.get("resource_class"):
+        raise bad_request(
+            "The resource_class field is mandatory when not backfilling"
+        )
+    services = ctx.services
+    new = creating.NewAllocation(
+        uuid=body.get("uuid"),
+        name=body.get("name"),
+        resource_class=body["resource_class"],
+        traits=list(dict.fromkeys(body.get("traits") or [])),
+        candidate_nodes=list(body.get("candidate_nodes") or []),
+        extra=body.get("extra") or {},
+        owner=body.get("owner"),
+        constraints=wanted.to_wire() if wanted else None,
+        queue_deadline=queue_deadline,
+        created_at=now,
+    )
+    allocation = creating.store(services.db, services.workers, new,
+                                policy.principal(ctx))
+    if allocation.state == ERROR:
+        return _created(ctx, views.allocation_view(
+            allocation, None, ctx.base_url, ctx.minor, None))
+    wait = prefer.requested_wait(
+        ctx.request.headers.getlist("Prefer"), services.max_prefer_wait
+    )
+    answer = creating.hand_over(services.db, services.workers,
+                                services.waiting, allocation, wait,
+                                _line_scope(ctx))
+    # A new allocation has no node, so its view needs no query.
+    view = views.allocation_view(
+        answer.allocation, answer.node_uuid, ctx.base_url, ctx.minor, None,
+        answer.settled and extensions.constraints_requested(ctx),
+    )
+    response = _created(ctx, _queue_field(allocation, view,
+                                          answer.position))
+    if answer.waited:
+        response.headers["Preference-Applied"] = f"wait={int(wait)}"
+    return response
+
+
+def _line_scope(ctx: Context) -> creating.LineScope | None:
+    """Whose allocations count for a place in line, for a request that
+    opted into the queue extension (None: it did not).  A member's
+    figures count its project's allocations, an admin's everything."""
+    if not extensions.queue_requested(ctx):
+        return None
+    who = policy.principal(ctx)
+    return creating.LineScope(None if who.admin else who.project)
+
+
+def _queue_field(allocation: Allocation, body: dict[str, Any],
+                 position: int | None) -> dict[str, Any]:
+    """Add the queue extension's ``queue`` object (deadline, position in
+    line) to the view of an allocation waiting in line."""
+    if position is None or allocation.queue_deadline is None:
+        return body
+    return {**body, "queue": line_view(allocation.queue_deadline, position)}
+
+
+def _with_queue(ctx: Context, allocation: Allocation,
+                body: dict[str, Any]) -> dict[str, Any]:
+    """The view with the ``queue`` object when the request opted in and
+    the allocation waits in line."""
+    position = creating.place_in_line(ctx.services.db, allocation,
+                                      _line_scope(ctx))
+    return _queue_field(allocation, body, position)
+
+
+def _backfill(ctx: Context, body: dict[str, Any]) -> Response:
+    """Create an ``active`` allocation for an already deployed node."""
+    node_ident = str(body["node"])
+    allocation, node_uuid = creating.backfill(
+        ctx.services.db, ctx.services.workers.affinity, creating.Backfill(
+            uuid=body.get("uuid"),
+            name=body.get("name"),
+            resource_class=body.get("resource_class"),
+            traits=list(dict.fromkeys(body.get("traits") or [])),
+            candidate_nodes=list(body.get("candidate_nodes") or []),
+            extra=body.get("extra") or {},
+            owner=body.get("owner"),
+        ), policy.principal(ctx),
+        lambda session: node_as_filter_argument(ctx, session, node_ident))
+    return _created(ctx, views.allocation_view(
+        allocation, node_uuid, ctx.base_url, ctx.minor, None))
+
+
+def _created(ctx: Context, body: dict[str, Any]) -> Response:
+    response = json_response(body, 201)
+    response.headers["Location"] = (
+        f"{ctx.base_url}/v1/allocations/{body['uuid']}"
+    )
+    return response
+
+
+_PATCHABLE = ("name", "extra")
+
+
+def update_allocation(ctx: Context, ident: str) -> Response:
+    """PATCH /v1/allocations/{ident}: only name and extra (1.57+)."""
+    _gate(ctx, 405, versions.ALLOCATION_UPDATE,
+          "The API version does not allow updating allocations")
+    patch = ctx.json_body()
+    schemas.validate(patch, schemas.JSON_PATCH)
+    assert isinstance(patch, list)
+    for op in patch:
+        root = op["path"].lstrip("/").split("/")[0]
+        if root not in _PATCHABLE:
+            raise bad_request(
+                f"Cannot patch {op['path']}. Only the following can be "
+                f"updated: {', '.join(_PATCHABLE)}"
+            )
+    allocation, node_uuid = records.update(
+        ctx.services.db,
+        lambda session: find_allocation(session, ident, ctx), patch)
+    return json_response(_render(ctx, allocation, node_uuid))
+
+
+def delete_allocation(ctx: Context, ident: str) -> Response:
+    """DELETE /v1/allocations/{ident}: release the node, drop the row."""
+    _gate(ctx, 405)
+    releasing.delete(ctx.services.db, ctx.services.queue,
+                     lambda session: allocation_to_release(
+                         session, ident, ctx))
+    return empty_response(204)
+
+
+def _node_allocation(
+    ctx: Context, session: Any, node_ident: str
+) -> Allocation:
+    if ctx.minor < versions.ALLOCATIONS:
+        raise no_route()
+    try:
+        node = find_node(ctx, session, node_ident)
+    except ApiError as exc:
+        exc.status = 400 if exc.status == 404 else exc.status
+        raise
+    allocation = releasing.holder_of(session, node)
+    if allocation is None or not policy.allocation_visible(
+        policy.principal(ctx), allocation.owner
+    ):
+        raise not_found(f"Allocation for node {node_ident} was not found")
+    return allocation
+
+
+def get_node_allocation(ctx: Context, ident: str) -> Response:
+    """GET /v1/nodes/{node}/allocation."""
+    fields = listing.parse_fields(ctx.query("fields"))
+
+    def find(session: Any) -> Allocation:
+        allocation = _node_allocation(ctx, session, ident)
+        views.check_allocation_fields(fields, ctx.minor)
+        return allocation
+
+    allocation, node_uuid = records.node_allocation(ctx.services.db, find)
+    return json_response(_render(ctx, allocation, node_uuid, fields))
+
+
+def delete_node_allocation(ctx: Context, ident: str) -> Response:
+    """DELETE /v1/nodes/{node}/allocation."""
+    releasing.delete(ctx.services.db, ctx.services.queue,
+                     lambda session: _node_allocation(ctx, session, ident))
+    return empty_response(204)

@@ -1,0 +1,112 @@
+"""``POST /v1/allocation_groups``: the groups extension (Ironic has no
+such endpoint).
+
+A request that names the extension in ``X-Baremetal-Alloc-Extensions``
+gets ``count`` allocations ``active`` on ``count`` distinct nodes, made
+in one transaction (:func:`baremetal_allocclient.server.allocation.
+group_reservation.reserve_group`), or nothing at all (409 saying
+why).  Without the header the path answers 404, as it would on Ironic.
+Members are named and marked as :mod:`baremetal_allocclient.groups`
+says.  Wire format: doc/source/explanation/lifecycle.rst.
+
+The Placement backend claims nodes one by one in Placement, so a group
+cannot be one transaction there: such a server does not advertise the
+extension and answers 409 here; the SDK then makes the group itself
+(creates, and deletes everything on any failure).
+"""
+
+from __future__ import annotations
+
+import uuid as uuidlib
+from typing import Any
+
+from werkzeug.wrappers import Response
+
+from baremetal_allocclient import constraints, groups
+from baremetal_allocclient.server.allocation.service import grouping
+from baremetal_allocclient.server.api import (
+    extensions,
+    policy,
+    schemas,
+    versions,
+    views,
+)
+from baremetal_allocclient.server.api.context import Context, json_response
+from baremetal_allocclient.server.api.errors import (
+    ApiError,
+    bad_request,
+    conflict,
+    not_acceptable,
+)
+
+NOT_FOUND = "The resource could not be found."
+PLACEMENT_REFUSAL = (
+    "Group reservations need the database backend; this server claims "
+    "nodes through Placement, one by one. Create the allocations one by "
+    "one (the SDK and CLI do this, and roll back on failure).")
+
+
+def supported(ctx: Context) -> bool:
+    """Whether this server can reserve a group in one transaction."""
+    return ctx.services.workers.backend.name == "database"
+
+
+def _body(ctx: Context) -> dict[str, Any]:
+    """The validated body, with owner decided and UUIDs canonical."""
+    body = ctx.json_body()
+    if isinstance(body, dict) and "owner" in body and (
+            ctx.minor < versions.ALLOCATION_OWNER):
+        raise not_acceptable()
+    schemas.validate(body, schemas.allocation_group(ctx.version))
+    assert isinstance(body, dict)
+    if not body.get("resource_class"):
+        raise bad_request("The resource_class field is mandatory")
+    try:
+        groups.check(body["count"], body.get("name"))
+    except groups.GroupError as exc:
+        raise bad_request(f"Invalid group: {exc}") from None
+    uuids = body.get("uuids") or None
+    if uuids is not None:
+        if len(uuids) != body["count"]:
+            raise bad_request(
+                f"uuids lists {len(uuids)} UUIDs for a group of "
+                f"{body['count']}")
+        bad = [u for u in uuids if not schemas.is_uuid(u)]
+        if bad:
+            raise bad_request(f"Expected UUID for uuids: {bad[0]}")
+        body["uuids"] = [schemas.canonical_uuid(u) for u in uuids]
+        if len(set(body["uuids"])) != len(uuids):
+            raise bad_request("uuids lists a UUID twice")
+    body["owner"] = policy.create_owner(policy.principal(ctx),
+                                        body.get("owner"))
+    return body
+
+
+def create_group(ctx: Context) -> Response:
+    """POST /v1/allocation_groups: all ``count`` members or none."""
+    header = ctx.request.headers.get(constraints.EXTENSION_HEADER)
+    if (ctx.minor < versions.ALLOCATIONS
+            or groups.EXTENSION not in extensions.requested(header)):
+        raise ApiError(404, NOT_FOUND)
+    if not supported(ctx):
+        raise conflict(PLACEMENT_REFUSAL)
+    body = _body(ctx)
+    count: int = body["count"]
+    group = body.get("name")
+    uuids = body.get("uuids") or [str(uuidlib.uuid4()) for _ in range(count)]
+    names = groups.member_names(group, count)
+    extra = groups.member_extra(body.get("extra"), group, count) or {}
+    wanted = extensions.parse_constraints(body)
+    members = grouping.reserve(
+        ctx.services.db, ctx.services.workers.affinity, grouping.Group(
+            uuids=uuids, names=names,
+            resource_class=body["resource_class"],
+            traits=list(dict.fromkeys(body.get("traits") or [])),
+            candidate_nodes=list(body.get("candidate_nodes") or []),
+            extra=extra, owner=body.get("owner"), constraints=wanted,
+        ), policy.principal(ctx))
+    items = [views.allocation_view(member, node_uuid, ctx.base_url,
+                                   ctx.minor, None)
+             for member, node_uuid in members]
+    return json_response(
+        {"name": group, "count": count, "allocations": items}, 201)

@@ -1,0 +1,170 @@
+"""The waiting line (the queue extension) in SQL.
+
+Functions whose first argument is a ``Database`` open their own read
+transaction (``queued_rows``, ``free_node_count``); the others take the
+caller's session or connection and open none.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Sequence
+from typing import Any, cast
+
+from sqlalchemy import (
+    bindparam,
+    func,
+    select,
+)
+from sqlalchemy.orm import Session
+
+from baremetal_allocclient.server.allocation import queue as queue_logic
+from baremetal_allocclient.server.allocation.matching import (
+    filter_params,
+    predicates,
+    request_of,
+)
+from baremetal_allocclient.server.allocation.selection import (
+    Filter,
+    Request,
+    active_filters,
+)
+from baremetal_allocclient.server.allocation.states import ALLOCATING
+from baremetal_allocclient.server.db.engine import (
+    Database,
+)
+from baremetal_allocclient.server.db.models import (
+    Allocation,
+    Node,
+)
+
+#: Allocations waiting in line in a resource class, still within their
+#: deadline.
+_IN_LINE = (
+    Allocation.state == ALLOCATING,
+    Allocation.resource_class == bindparam("q_rc"),
+    Allocation.queue_deadline.is_not(None),
+    Allocation.queue_deadline > bindparam("q_now"),
+)
+_EARLIER_IN_LINE = (
+    select(*Allocation.__table__.columns)
+    .where(*_IN_LINE, Allocation.id < bindparam("q_before"))
+    .order_by(Allocation.id)
+)
+_POSITION = select(func.count(Allocation.id)).where(
+    *_IN_LINE, Allocation.id <= bindparam("q_before"))
+_POSITION_AMONG = _POSITION.where(Allocation.owner == bindparam("q_owner"))
+
+
+def _node_matches(conn: Any, node_id: int, request: Request) -> bool:
+    """Whether the node passes every filter of ``request`` (the same SQL
+    as the candidate query, for this one node)."""
+    filters = tuple(active_filters(request))
+    query = select(Node.id).where(Node.id == bindparam("q_node"),
+                                  *predicates(filters))
+    return conn.scalar(
+        query, {**filter_params(request), "q_node": node_id}
+    ) is not None
+
+
+_ALL_IN_LINE = (
+    select(*Allocation.__table__.columns)
+    .where(*_IN_LINE)
+    .order_by(Allocation.id)
+)
+_MATCHING_NODES = select(Node.id).where(
+    Node.id.in_(bindparam("q_nodes", expanding=True)))
+
+
+def _matching_nodes(conn: Any, node_ids: Sequence[int], request: Request
+                    ) -> set[int]:
+    """Which of ``node_ids`` pass every filter of ``request`` (one
+    query)."""
+    filters = tuple(active_filters(request))
+    query = _MATCHING_NODES.where(*predicates(filters))
+    return {int(row[0]) for row in conn.execute(
+        query, {**filter_params(request), "q_nodes": list(node_ids)})}
+
+
+def in_line(session: Session, resource_class: str,
+            now: datetime.datetime) -> list[Request]:
+    """What every allocation waiting in line in ``resource_class`` asks
+    for, in arrival order (read, not locked: the one lock order)."""
+    rows = session.connection().execute(_ALL_IN_LINE, {
+        "q_rc": resource_class, "q_now": now}).all()
+    return [request_of(Allocation(**dict(row._mapping))) for row in rows]
+
+
+def promised_nodes(session: Session, node_ids: Sequence[int],
+                   waiting: Sequence[Request]) -> set[int]:
+    """Which of ``node_ids`` (free, locked by the caller) the
+    allocations ``waiting`` in line get first: each, in arrival order,
+    is promised the first node it matches that no earlier one was
+    (:func:`baremetal_allocclient.server.allocation.queue.promise`)."""
+    if not node_ids or not waiting:
+        return set()
+    conn = session.connection()
+    matches = [_matching_nodes(conn, node_ids, request)
+               for request in waiting]
+    return queue_logic.promise(node_ids, matches)
+
+
+def waiting_before(conn: Any, allocation_id: int, node_id: int,
+                   resource_class: str, now: datetime.datetime) -> bool:
+    """True when an allocation that arrived before ``allocation_id``
+    waits in line in the same resource class and matches the node.
+
+    Called by :func:`reserve` with the node locked, so no release or
+    other reservation of it interleaves; the allocations in line are
+    read, not locked (the one lock order is kept).  Reading one that
+    settles meanwhile only makes the caller skip the node this time.
+    """
+    rows = conn.execute(_EARLIER_IN_LINE, {
+        "q_rc": resource_class, "q_now": now, "q_before": allocation_id,
+    }).all()
+    for row in rows:
+        earlier = Allocation(**dict(row._mapping))
+        if _node_matches(conn, node_id, request_of(earlier)):
+            return True
+    return False
+
+
+def queue_position(session: Session, allocation: Allocation,
+                   now: datetime.datetime, project: str | None = None
+                   ) -> int:
+    """1-based place of a waiting allocation in its resource class's
+    line (one indexed count); with ``project``, counting only the
+    allocations ahead that this project owns (all a member may see)."""
+    return int(session.connection().scalar(
+        _POSITION if project is None else _POSITION_AMONG, {
+            "q_rc": allocation.resource_class, "q_now": now,
+            "q_before": allocation.id, "q_owner": project,
+        }) or 0)
+
+
+def queued_rows(db: Database, affinity: str
+                ) -> list[tuple[int, str, str | None,
+                                datetime.datetime, datetime.datetime]]:
+    """(id, uuid, resource class, deadline, created_at) of every
+    allocation of ``affinity`` waiting in line, in arrival order."""
+    query = (
+        select(Allocation.id, Allocation.uuid, Allocation.resource_class,
+               Allocation.queue_deadline, Allocation.created_at)
+        .where(Allocation.state == ALLOCATING,
+               Allocation.conductor_affinity == affinity,
+               Allocation.queue_deadline.is_not(None))
+        .order_by(Allocation.id)
+    )
+    with db.read() as session:
+        return [(int(r[0]), str(r[1]), r[2], cast(datetime.datetime, r[3]),
+                 r[4]) for r in session.execute(query)]
+
+
+def free_node_count(db: Database, resource_class: str | None) -> int:
+    """How many nodes of the class are free to allocate (before any
+    request's own filters): a waiting line is retried only when > 0."""
+    query = select(func.count(Node.id)).where(
+        *predicates((Filter.RESOURCE_CLASS,)))
+    with db.read() as session:
+        return int(session.connection().scalar(
+            query, {"f_resource_class": resource_class}) or 0)

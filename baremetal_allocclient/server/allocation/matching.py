@@ -1,0 +1,362 @@
+"""Which nodes match an allocation request, in SQL: the funnel's filters
+as conditions, the candidate window, the funnel counts.
+
+Every function takes the caller's session or connection (first
+argument) and opens no transaction.  Statements are built once per
+combination of filters, with the request's values as bound parameters
+(``filter_params``): building and cache-keying an SQLAlchemy expression
+costs more CPU than running it on an index, and these run several times
+per allocation.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import (
+    BindParameter,
+    ColumnElement,
+    Integer,
+    Select,
+    and_,
+    bindparam,
+    case,
+    exists,
+    func,
+    or_,
+    select,
+)
+from sqlalchemy.orm import Session
+
+from baremetal_allocclient import constraints as constraints_module
+from baremetal_allocclient.constraints import (
+    Constraints,
+    Funnel,
+    Kind,
+    Step,
+    funnel_from_counts,
+)
+from baremetal_allocclient.server import node_states as ns
+from baremetal_allocclient.server.allocation.selection import (
+    AnyFilter,
+    Candidate,
+    ConstraintFilter,
+    Filter,
+    Request,
+    constraint_filters,
+    funnel_steps,
+)
+from baremetal_allocclient.server.db import node_properties  # noqa: F401
+from baremetal_allocclient.server.db.models import (
+    Allocation,
+    Node,
+    NodeProperty,
+    NodeTrait,
+)
+
+# Statements are built once per combination of filters, with the request's
+# values as bound parameters (``filter_params``): building and cache-keying
+# an SQLAlchemy expression costs more CPU than running it on an index, and
+# these run several times per allocation.
+
+def filter_params(request: Request) -> dict[str, Any]:
+    """Values for the bound parameters of :func:`predicates`."""
+    wanted = sorted(set(request.traits))
+    return {
+        "f_resource_class": request.resource_class,
+        "f_candidate_nodes": list(request.candidate_nodes),
+        "f_owner": request.owner,
+        "f_traits": wanted,
+        "f_trait_count": len(wanted),
+        **_constraint_params(request),
+    }
+
+
+def _constraint_params(request: Request) -> dict[str, Any]:
+    """Bound values of the constraints extension's filters."""
+    con = request.constraints
+    if not con:
+        return {}
+    params: dict[str, Any] = {
+        "c_forbidden": list(con.forbidden_traits),
+        "c_node_owner": con.node_owner,
+        "c_node_lessee": con.node_lessee,
+        "c_group": con.conductor_group,
+        "c_shard": con.shard,
+        "c_node_name": con.node_name,
+    }
+    for i, prop in enumerate(con.properties):
+        params[f"c_p{i}_key"] = prop.key
+        params[f"c_p{i}_text"] = prop.value
+        params[f"c_p{i}_number"] = prop.number
+    return params
+
+
+def _property_predicate(flt: ConstraintFilter) -> ColumnElement[bool]:
+    """EXISTS a normalized property row of the node satisfying it (the
+    primary key (node_id, key) makes it one index lookup per node)."""
+    i = flt.position
+    row = NodeProperty
+    number: BindParameter[float] = bindparam(f"c_p{i}_number")
+    if flt.variant == "min":
+        test: ColumnElement[bool] = row.number >= number
+    elif flt.variant == "eq_number":
+        test = or_(row.number == number,
+                   and_(row.number.is_(None),
+                        row.text == bindparam(f"c_p{i}_text")))
+    else:
+        test = row.text == bindparam(f"c_p{i}_text")
+    return exists().where(row.node_id == Node.id,
+                          row.key == bindparam(f"c_p{i}_key"), test)
+
+
+def _constraint_predicate(flt: ConstraintFilter) -> ColumnElement[bool]:
+    kind = flt.kind
+    if kind is Kind.PROPERTY:
+        return _property_predicate(flt)
+    if kind is Kind.FORBIDDEN_TRAITS:
+        return ~exists().where(
+            NodeTrait.node_id == Node.id,
+            NodeTrait.trait.in_(bindparam("c_forbidden", expanding=True)))
+    column, param = {
+        Kind.NODE_OWNER: (Node.owner, "c_node_owner"),
+        Kind.NODE_LESSEE: (Node.lessee, "c_node_lessee"),
+        Kind.CONDUCTOR_GROUP: (Node.conductor_group, "c_group"),
+        Kind.SHARD: (Node.shard, "c_shard"),
+        Kind.NODE_NAME: (Node.name, "c_node_name"),
+    }[kind]
+    return column == bindparam(param)
+
+
+def _predicate(flt: AnyFilter) -> list[ColumnElement[bool]]:
+    if isinstance(flt, ConstraintFilter):
+        return [_constraint_predicate(flt)]
+    if flt is Filter.RESOURCE_CLASS:
+        return [
+            Node.provision_state == ns.AVAILABLE,
+            Node.maintenance.is_(False),
+            Node.power_state.is_not(None),
+            Node.instance_uuid.is_(None),
+            Node.allocation_id.is_(None),
+            Node.parent_node.is_(None),  # child nodes are never allocated
+            Node.resource_class == bindparam("f_resource_class"),
+        ]
+    if flt is Filter.CANDIDATES:
+        return [Node.uuid.in_(bindparam("f_candidate_nodes", expanding=True))]
+    if flt is Filter.OWNER:
+        owner: BindParameter[str] = bindparam("f_owner")
+        return [or_(Node.owner == owner, Node.lessee == owner)]
+    having_all = (
+        select(NodeTrait.node_id)
+        .where(NodeTrait.trait.in_(bindparam("f_traits", expanding=True)))
+        .group_by(NodeTrait.node_id)
+        .having(func.count(NodeTrait.trait) == bindparam("f_trait_count"))
+    )
+    return [Node.id.in_(having_all)]
+
+
+@functools.cache
+def predicates(
+    filters: tuple[AnyFilter, ...]
+) -> tuple[ColumnElement[bool], ...]:
+    """SQL conditions for the given filters (parameters:
+    :func:`filter_params`)."""
+    result: list[ColumnElement[bool]] = []
+    for flt in filters:
+        result.extend(_predicate(flt))
+    return tuple(result)
+
+
+def candidates(
+    session: Session, request: Request, filters: Sequence[AnyFilter]
+) -> list[tuple[int, str | None]]:
+    """(id, name) of every node passing all filters; nothing else loaded."""
+    query = select(Node.id, Node.name).where(*predicates(tuple(filters)))
+    rows = session.connection().execute(query, filter_params(request))
+    return [(int(row[0]), row[1]) for row in rows]
+
+
+#: How many candidates one search loads.  Loading every matching node
+#: made each allocation cost O(fleet size); a window of the index, at a
+#: random position, costs the same at 1k and 100k nodes and still spreads
+#: concurrent workers over different nodes.
+CANDIDATE_WINDOW = 32
+
+
+@functools.cache
+def candidate_query(
+    filters: tuple[AnyFilter, ...], before: bool = False
+) -> Select[int, str | None, str]:
+    """Up to ``w_limit`` matching nodes from id ``w_pivot`` on (or, with
+    ``before``, from the start up to ``w_pivot``), in id order, so the
+    database walks the selection index instead of sorting the fleet."""
+    pivot: BindParameter[int] = bindparam("w_pivot")
+    position = Node.id < pivot if before else Node.id >= pivot
+    return (
+        select(Node.id, Node.name, Node.uuid)
+        .where(*_window_predicates(filters), position)
+        .order_by(Node.id)
+        .limit(bindparam("w_limit", type_=Integer))
+    )
+
+
+def _window_predicates(
+    filters: tuple[AnyFilter, ...]
+) -> list[ColumnElement[bool]]:
+    """``predicates`` with the "is free" tests written so that no index
+    can serve them (``x + 0 IS NULL`` means ``x IS NULL``).
+
+    Without statistics SQLite takes ``allocation_id IS NULL`` on a unique
+    index for a one-row lookup and walks every free node in the fleet;
+    this way the selection index (resource class, state, maintenance,
+    then id) yields the window directly.
+    """
+    result: list[ColumnElement[bool]] = []
+    for flt in filters:
+        if flt is not Filter.RESOURCE_CLASS:
+            result.extend(_predicate(flt))
+            continue
+        result += [
+            Node.resource_class == bindparam("f_resource_class"),
+            Node.provision_state == ns.AVAILABLE,
+            Node.maintenance.is_(False),
+            Node.power_state.is_not(None),
+            (Node.instance_uuid + "").is_(None),
+            (Node.allocation_id + 0).is_(None),
+            Node.parent_node.is_(None),
+        ]
+    return result
+
+
+@functools.cache
+def _named_candidate_query(
+    filters: tuple[AnyFilter, ...]
+) -> Select[int, str | None, str]:
+    return select(Node.id, Node.name, Node.uuid).where(
+        *predicates(filters), Node.name == bindparam("w_name")
+    )
+
+
+def highest_node_id(session: Session) -> int:
+    """The largest node id (0 without nodes); an index lookup."""
+    return int(session.scalar(select(func.max(Node.id))) or 0)
+
+
+def candidate_window(
+    session: Session,
+    request: Request,
+    filters: Sequence[AnyFilter],
+    pivot: int,
+    limit: int = CANDIDATE_WINDOW,
+) -> list[Candidate]:
+    """Up to ``limit`` nodes passing all filters, starting at id ``pivot``
+    and wrapping around; a node named like the allocation is always
+    included when it matches.  Empty only when no node matches."""
+    key = tuple(filters)
+    conn = session.connection()
+    params = filter_params(request)
+    rows = list(conn.execute(
+        candidate_query(key),
+        {**params, "w_pivot": pivot, "w_limit": limit},
+    ))
+    if len(rows) < limit:
+        rows += conn.execute(
+            candidate_query(key, before=True),
+            {**params, "w_pivot": pivot, "w_limit": limit - len(rows)},
+        )
+    found = [Candidate(int(node_id), name, str(uuid))
+             for node_id, name, uuid in rows]
+    preferred = request.preferred_name
+    if preferred is not None and all(c.name != preferred for c in found):
+        named = conn.execute(
+            _named_candidate_query(key), {**params, "w_name": preferred}
+        ).first()
+        if named is not None:
+            found.append(Candidate(int(named[0]), named[1], str(named[2])))
+    return found
+
+
+def visible_to(owner: str | None) -> ColumnElement[bool] | None:
+    """The nodes an allocation's owner may see (owned or leased), or
+    None (every node) without an owner."""
+    if owner is None:
+        return None
+    return or_(Node.owner == owner, Node.lessee == owner)
+
+
+def constraint_condition(
+    wanted: Constraints,
+) -> ColumnElement[bool] | None:
+    """The constraints as one SQL condition with their values bound
+    (for queries that take a ready-made WHERE clause, such as capacity);
+    None without constraints."""
+    request = Request(resource_class="", constraints=wanted)
+    conditions = [c for f in constraint_filters(request)
+                  for c in _predicate(f)]
+    if not conditions:
+        return None
+    return and_(*conditions).params(_constraint_params(request))
+
+
+_BASIC_STEPS: dict[Kind, tuple[ColumnElement[bool], ...]] = {
+    Kind.RESOURCE_CLASS: (
+        Node.resource_class == bindparam("f_resource_class"),),
+    Kind.AVAILABLE: (Node.provision_state == ns.AVAILABLE,
+                     Node.parent_node.is_(None)),
+    Kind.NOT_IN_MAINTENANCE: (Node.maintenance.is_(False),),
+    Kind.POWER_STATE: (Node.power_state.is_not(None),),
+    Kind.UNRESERVED: (Node.instance_uuid.is_(None),
+                      Node.allocation_id.is_(None)),
+}
+_IRONIC_STEPS = {Kind.OWNER: Filter.OWNER, Kind.CANDIDATES:
+                 Filter.CANDIDATES, Kind.TRAITS: Filter.TRAITS}
+
+
+def _step_conditions(step: Step, request: Request
+                     ) -> list[ColumnElement[bool]]:
+    """SQL conditions of one funnel step (the same ones the allocation
+    path uses, split so that each step is counted)."""
+    if step.kind in _BASIC_STEPS:
+        return list(_BASIC_STEPS[step.kind])
+    if step.kind in _IRONIC_STEPS:
+        return _predicate(_IRONIC_STEPS[step.kind])
+    variants = {(f.kind, f.position): f
+                for f in constraint_filters(request)}
+    return _predicate(variants[(step.kind, step.index)])
+
+
+def funnel_counts(
+    session: Session,
+    request: Request,
+    visible: ColumnElement[bool] | None = None,
+) -> Funnel:
+    """The funnel of ``request``: nodes left after each step, counted in
+    one query over the nodes of the resource class (``visible``
+    restricts the nodes counted)."""
+    sums = []
+    conditions: list[ColumnElement[bool]] = []
+    for step in funnel_steps(request):
+        conditions += _step_conditions(step, request)
+        sums.append(func.coalesce(func.sum(
+            case((and_(*conditions), 1), else_=0)), 0))
+    query = select(*sums).where(
+        Node.resource_class == bindparam("f_resource_class"))
+    if visible is not None:
+        query = query.where(visible)
+    row = session.connection().execute(query, filter_params(request)).one()
+    return funnel_from_counts(request.selection, [int(v) for v in row])
+
+
+def request_of(allocation: Allocation) -> Request:
+    """The selection request an allocation row asks for."""
+    return Request(
+        resource_class=allocation.resource_class or "",
+        traits=tuple(allocation.traits or ()),
+        candidate_nodes=tuple(allocation.candidate_nodes or ()),
+        owner=allocation.owner,
+        name=allocation.name,
+        constraints=constraints_module.from_wire(
+            allocation.constraints or {}),
+    )

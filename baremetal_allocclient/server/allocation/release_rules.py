@@ -1,0 +1,86 @@
+"""When an allocation may be removed from its node: pure rules."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from baremetal_allocclient.server import node_states as ns
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """The node facts the release rules look at."""
+
+    uuid: str
+    provision_state: str
+    target_provision_state: str | None
+    maintenance: bool
+
+
+def allocation_removal_error(
+    node: NodeView, allocation_uuid: str
+) -> str | None:
+    """Why deleting the allocation must be refused (409), None if allowed.
+
+    Maintenance mode always allows it.  Otherwise a node in the middle of
+    an operation that forbids updates, or an active node, keeps it.
+    """
+    if node.maintenance:
+        return None
+    if (
+        node.target_provision_state
+        and node.provision_state not in ns.UPDATE_ALLOWED
+    ):
+        return (
+            f"Cannot remove allocation {allocation_uuid} for node "
+            f"{node.uuid}, because the node is in state "
+            f"{node.provision_state} where updates are not allowed (and "
+            f"maintenance mode is off)"
+        )
+    if node.provision_state == ns.ACTIVE:
+        return (
+            f"Cannot remove allocation {allocation_uuid} for node "
+            f"{node.uuid}, because the node is active (and maintenance "
+            f"mode is off)"
+        )
+    return None
+
+
+def instance_uuid_removal_error(node: NodeView) -> str | None:
+    """Why a PATCH removing instance_uuid of an allocated node is a 409."""
+    if node.maintenance or node.provision_state in ns.CHANGE_ALLOWED:
+        return None
+    return (
+        f"Node {node.uuid} with an allocation can not have instance_uuid "
+        f"removed unless it is in one of allowed "
+        f"({', '.join(ns.CHANGE_ALLOWED)}) states or in maintenance mode. "
+        f"Current state is '{node.provision_state}'."
+    )
+
+
+def node_deletion_error(
+    node: NodeView, instance_uuid: str | None, protected: bool = False
+) -> str | None:
+    """Why deleting the node must be refused (409), None if allowed.
+
+    A node in maintenance may be deleted with its allocation; otherwise an
+    associated node, or one in a busy state, stays.
+    """
+    if protected:
+        return (
+            f"Node {node.uuid} is protected and cannot be undeployed, "
+            f"rebuilt or deleted"
+        )
+    if node.maintenance:
+        return None
+    if instance_uuid:
+        return f"Node {node.uuid} is associated with instance {instance_uuid}."
+    if node.provision_state not in ns.DELETE_ALLOWED:
+        allowed = "('manageable', 'enroll', 'adopt failed', 'available')"
+        return (
+            f'Can not delete node "{node.uuid}" while it is in provision '
+            f'state "{node.provision_state}". Valid provision states to '
+            f'perform deletion are: "{allowed}", or set the node into '
+            f"maintenance mode"
+        )
+    return None

@@ -1,0 +1,378 @@
+"""Giving a node to an allocation, and settling an allocation.
+
+Everything that must be atomic across threads *and* processes is a single
+transaction guarded by compare-and-set ``UPDATE ... WHERE`` clauses, so it
+works the same on SQLite, PostgreSQL and MariaDB.
+
+Functions whose first argument is a ``Database`` open their own
+transaction (``reserve``, ``still_owned``, ``fail_allocation``); the
+others take the caller's session and open none.
+
+The one lock order: the node first, then the allocation.  Every path
+that touches both (reservation, backfill, every release) follows it, so
+two of them wait for each other instead of deadlocking.  The one
+exception (an allocation that got its node during a DELETE, see
+``release.allocation_for_release``) can deadlock; the database breaks
+it and the request runs again.
+"""
+
+from __future__ import annotations
+
+import datetime
+import enum
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    Update,
+    bindparam,
+    insert,
+    or_,
+    select,
+    update,
+)
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session
+
+from baremetal_allocclient import leases
+from baremetal_allocclient.server import node_states as ns
+from baremetal_allocclient.server.allocation.line import waiting_before
+from baremetal_allocclient.server.allocation.matching import (
+    candidate_query,
+    filter_params,
+    predicates,
+)
+from baremetal_allocclient.server.allocation.selection import (
+    AnyFilter,
+    Candidate,
+    Request,
+)
+from baremetal_allocclient.server.allocation.states import (
+    ACTIVE,
+    ALLOCATING,
+    ERROR,
+)
+from baremetal_allocclient.server.db.engine import (
+    Database,
+    is_transient,
+)
+from baremetal_allocclient.server.db.lookups import rowcount
+from baremetal_allocclient.server.db.models import (
+    Allocation,
+    Node,
+    utcnow,
+)
+
+
+class Reservation(enum.Enum):
+    """Outcome of one reservation attempt."""
+
+    RESERVED = "reserved"
+    NODE_TAKEN = "node taken"  # try the next candidate
+    #: The allocation no longer exists: stop, and undo any claim made
+    #: for it elsewhere (Placement).
+    ALLOCATION_DELETED = "allocation deleted"
+    #: The allocation exists but is not this worker's any more (taken
+    #: over by another conductor, or settled): stop and touch nothing,
+    #: since the new owner may hold a claim under the same UUID.
+    NOT_OURS = "not ours"
+
+
+class _Rollback(Exception):
+    """Internal: abort the surrounding write transaction."""
+
+
+_INSERT_ALLOCATION = insert(Allocation)
+
+
+def insert_allocation(session: Session, allocation: Allocation) -> None:
+    """Store a new (transient) allocation and set its id.
+
+    One prebuilt INSERT instead of the ORM's unit of work, whose flush
+    was the largest single item of a create in the profile.  Unset
+    attributes take their column defaults, as in a flush.
+    """
+    values = {
+        column.key: value
+        for column in Allocation.__table__.columns
+        if (value := getattr(allocation, column.key)) is not None
+    }
+    result = session.connection().execute(_INSERT_ALLOCATION, values)
+    key = result.inserted_primary_key
+    assert key is not None  # a single-row INSERT always has one
+    allocation.id = int(key[0])
+
+
+# The one lock order: the node first, then the allocation.  Every path
+# that touches both (reservation, backfill, every release) follows it, so
+# two of them wait for each other instead of deadlocking.  The one
+# exception (an allocation that got its node during a DELETE, see
+# allocation_for_release) can deadlock; the database breaks it and the
+# request runs again.
+_NODE_INSTANCE_INFO = (
+    select(Node.instance_info)
+    .where(Node.id == bindparam("r_node"))
+    .with_for_update()
+)
+#: A worker does not queue behind another transaction's lock on a
+#: candidate (a stalled process, a node being changed): the node counts as
+#: taken and the next candidate is tried, as Ironic does with a locked node.
+_LOCK_CANDIDATE = (
+    select(Node.id)
+    .where(Node.id == bindparam("r_node"))
+    .with_for_update(skip_locked=True)
+)
+#: The last search round waits for the lock instead (bounded by the
+#: session's lock timeout), so that a node another transaction only
+#: looked at, and then left, is not counted as taken.
+_LOCK_CANDIDATE_WAITING = (
+    select(Node.id)
+    .where(Node.id == bindparam("r_node"))
+    .with_for_update()
+)
+#: The allocation (this id *and* UUID) is still this worker's to settle.
+_OWNED = (
+    Allocation.id == bindparam("r_allocation"),
+    Allocation.uuid == bindparam("r_uuid"),
+    Allocation.state == ALLOCATING,
+    Allocation.conductor_affinity == bindparam("r_affinity"),
+)
+_OWNED_ALLOCATION = (
+    select(Allocation.id, Allocation.queue_deadline, Allocation.extra)
+    .where(*_OWNED).with_for_update()
+)
+_ALLOCATION_EXISTS = select(Allocation.id).where(
+    Allocation.id == bindparam("r_allocation"),
+    Allocation.uuid == bindparam("r_uuid"),
+)
+_ALLOCATION_ACTIVE = (
+    update(Allocation)
+    .where(Allocation.id == bindparam("r_allocation"),
+           Allocation.uuid == bindparam("r_uuid"))
+    .values(state=ACTIVE, node_id=bindparam("r_node"),
+            updated_at=bindparam("r_now"), last_error=None,
+            funnel_error=None)
+)
+#: An allocation that waited in line: its lease starts now.
+_ALLOCATION_ACTIVE_RELEASED_FROM_LINE = _ALLOCATION_ACTIVE.values(
+    extra=bindparam("r_extra", type_=Allocation.extra.type))
+#: A node may be given to allocation ``r_uuid`` only while no allocation
+#: holds it and no other instance is on it.
+_NODE_IS_FREE_FOR = (
+    Node.allocation_id.is_(None),
+    or_(Node.instance_uuid.is_(None),
+        Node.instance_uuid == bindparam("r_uuid")),
+)
+
+
+@functools.cache
+def _take_node(filters: tuple[AnyFilter, ...], *extra: ColumnElement[bool]
+               ) -> Update:
+    """The compare-and-set that gives a node to an allocation: the node
+    must still be free and pass ``filters`` and ``extra``."""
+    return (
+        update(Node)
+        .where(Node.id == bindparam("r_node"), *_NODE_IS_FREE_FOR,
+               *predicates(filters), *extra)
+        .values(
+            allocation_id=bindparam("r_allocation"),
+            instance_uuid=bindparam("r_uuid"),
+            instance_info=bindparam("r_info", type_=Node.instance_info.type),
+            updated_at=bindparam("r_now"),
+        )
+    )
+
+
+def _give_node(conn: Any, statement: Update, params: dict[str, Any],
+               traits: Sequence[str]) -> bool:
+    """Run a :func:`_take_node` compare-and-set on a node locked by the
+    caller, recording ``traits`` in its ``instance_info``."""
+    # Read under the row lock, so no concurrent node update is lost when
+    # the traits are merged in.
+    info = conn.scalar(_NODE_INSTANCE_INFO, params)
+    params["r_info"] = {**(info or {}), "traits": list(traits)}
+    return rowcount(conn.execute(statement, params)) == 1
+
+
+def reserve(
+    db: Database,
+    allocation_id: int,
+    allocation_uuid: str,
+    node_id: int,
+    request: Request,
+    filters: Sequence[AnyFilter],
+    affinity: str,
+    now: datetime.datetime | None = None,
+    *,
+    wait_for_lock: bool = False,
+) -> Reservation:
+    """Atomically give ``node_id`` to the allocation, if both still allow.
+
+    The allocation row (its id *and* UUID) must still be ``allocating``
+    and owned by this conductor; the node must still pass every filter
+    and be free.  Both rows change in one transaction or neither does.
+    Locks the node, then the allocation (the one lock order).  A deadlock
+    or serialization failure reported by the database anyway counts as
+    losing the node.  ``now`` is the ``updated_at`` to write (callers
+    that report it pass their own).  A node locked by another transaction
+    counts as taken at once, unless ``wait_for_lock``.
+
+    First come, first served: the node is not given while an earlier
+    allocation waiting in line (:func:`waiting_before`) matches it; that
+    one takes it on its next attempt.
+    """
+    lock = _LOCK_CANDIDATE_WAITING if wait_for_lock else _LOCK_CANDIDATE
+    params: dict[str, Any] = {
+        **filter_params(request),
+        "r_allocation": allocation_id,
+        "r_affinity": affinity,
+        "r_node": node_id,
+        "r_uuid": allocation_uuid,
+        "r_now": now or utcnow(),
+    }
+    gone = Reservation.NODE_TAKEN
+    try:
+        with db.write() as session:
+            conn = session.connection()
+            if conn.scalar(lock, params) is None:
+                raise _Rollback()  # locked by another transaction, or gone
+            owned = conn.execute(_OWNED_ALLOCATION, params).first()
+            if owned is None:
+                exists = conn.scalar(_ALLOCATION_EXISTS, params) is not None
+                gone = (Reservation.NOT_OURS if exists
+                        else Reservation.ALLOCATION_DELETED)
+                raise _Rollback()
+            if waiting_before(conn, allocation_id, node_id,
+                              request.resource_class, params["r_now"]):
+                raise _Rollback()  # promised to an earlier one in line
+            if not _give_node(conn, _take_node(tuple(filters)), params,
+                              request.traits):
+                raise _Rollback()
+            conn.execute(*_activation(owned, params))
+    except _Rollback:
+        return gone
+    except DBAPIError as exc:
+        if not is_transient(exc):
+            raise
+        return Reservation.NODE_TAKEN
+    return Reservation.RESERVED
+
+
+def _activation(owned: Any, params: dict[str, Any]
+                ) -> tuple[Update, dict[str, Any]]:
+    """The UPDATE making a reserved allocation ``active``: one that
+    waited in line (a queue deadline) gets its lease restarted
+    (:func:`leases.restarted`), so waiting does not eat the lease."""
+    _id, deadline, extra = owned
+    fresh = leases.restarted(extra, params["r_now"]) \
+        if deadline is not None else None
+    if fresh is None:
+        return _ALLOCATION_ACTIVE, params
+    return _ALLOCATION_ACTIVE_RELEASED_FROM_LINE, {**params,
+                                                   "r_extra": fresh}
+
+
+def give_node(session: Session, allocation: Allocation, node_id: int,
+              request: Request, filters: Sequence[AnyFilter],
+              now: datetime.datetime) -> bool:
+    """Give a node to an allocation inserted in the caller's transaction
+    (a group member), with the reservation's compare-and-set: False, and
+    nothing written to the node, unless it is still free and passes
+    every filter.  The caller has locked the node (the one lock order)."""
+    params: dict[str, Any] = {
+        **filter_params(request), "r_node": node_id,
+        "r_allocation": allocation.id, "r_uuid": allocation.uuid,
+        "r_now": now,
+    }
+    return _give_node(session.connection(), _take_node(tuple(filters)),
+                      params, request.traits)
+
+
+@functools.cache
+def _locked_window(filters: tuple[AnyFilter, ...], before: bool
+                   ) -> Select[int, str | None, str]:
+    return candidate_query(filters, before).with_for_update(
+        skip_locked=True)
+
+
+def lock_free_nodes(session: Session, request: Request,
+                    filters: Sequence[AnyFilter], pivot: int, count: int
+                    ) -> list[Candidate]:
+    """Lock up to ``count`` nodes passing all filters, from id ``pivot``
+    on and wrapping around, in a write transaction.  Nodes another
+    transaction holds locked are skipped (they are being taken or
+    changed), so two group reservations never wait for each other."""
+    if count <= 0:
+        return []
+    key = tuple(filters)
+    conn = session.connection()
+    params = filter_params(request)
+    rows = list(conn.execute(_locked_window(key, False),
+                             {**params, "w_pivot": pivot, "w_limit": count}))
+    if len(rows) < count:
+        rows += conn.execute(
+            _locked_window(key, True),
+            {**params, "w_pivot": pivot, "w_limit": count - len(rows)})
+    return [Candidate(int(node_id), name, str(uuid))
+            for node_id, name, uuid in rows]
+
+
+_BACKFILLED_NODE = (Node.provision_state == ns.ACTIVE,)
+
+
+def backfill(session: Session, allocation: Allocation, node_id: int,
+             now: datetime.datetime) -> bool:
+    """Give a deployed node to a new ``active`` allocation, inside the
+    caller's transaction, with the same compare-and-set as a worker's
+    reservation: False (and nothing written to the node) when the node is
+    held by an allocation or another instance, or is no longer active.
+    The caller has locked the node (the one lock order) and inserted the
+    allocation."""
+    params: dict[str, Any] = {"r_node": node_id,
+                              "r_allocation": allocation.id,
+                              "r_uuid": allocation.uuid, "r_now": now}
+    return _give_node(session.connection(), _take_node((), *_BACKFILLED_NODE),
+                      params, allocation.traits or [])
+
+
+def still_owned(
+    db: Database, allocation_id: int, allocation_uuid: str, affinity: str
+) -> bool:
+    """True while the allocation is ``allocating`` under ``affinity``:
+    checked before undoing anything done elsewhere in its name."""
+    with db.read() as session:
+        params = {"r_allocation": allocation_id, "r_uuid": allocation_uuid,
+                  "r_affinity": affinity}
+        return session.connection().scalar(
+            select(Allocation.id).where(*_OWNED), params
+        ) is not None
+
+
+def fail_allocation(
+    db: Database,
+    allocation_id: int,
+    allocation_uuid: str,
+    affinity: str,
+    message: str,
+    now: datetime.datetime | None = None,
+    detail: str | None = None,
+) -> bool:
+    """Move an allocating allocation this conductor owns (this id *and*
+    UUID) to ``error``: ``message`` in ``last_error``, ``detail`` (the
+    text with the funnel) in ``funnel_error``."""
+    with db.write() as session:
+        result = session.execute(
+            update(Allocation)
+            .where(
+                Allocation.id == allocation_id,
+                Allocation.uuid == allocation_uuid,
+                Allocation.state == ALLOCATING,
+                Allocation.conductor_affinity == affinity,
+            )
+            .values(state=ERROR, last_error=message, funnel_error=detail,
+                    updated_at=now or utcnow())
+        )
+        return rowcount(result) == 1

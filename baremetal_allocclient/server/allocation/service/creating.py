@@ -1,0 +1,399 @@
+"""Creating allocations: store the row under a worker slot, hand it to
+the workers (and, with ``Prefer: wait``, wait for it to settle), or
+backfill a deployed node.
+
+Every function here opens its own transactions (its first argument is
+the ``Database``); rows are given to the handlers to render.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import uuid as uuidlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from baremetal_allocclient.server import node_states as ns
+from baremetal_allocclient.server.allocation import line, reservation
+from baremetal_allocclient.server.allocation.backends.base import Job
+from baremetal_allocclient.server.allocation.service import committing
+from baremetal_allocclient.server.allocation.states import (
+    ACTIVE,
+    ALLOCATING,
+    ERROR,
+)
+from baremetal_allocclient.server.allocation.workers import (
+    AllocationWorkers,
+)
+from baremetal_allocclient.server.api import policy, schemas
+from baremetal_allocclient.server.api.auth import Principal
+from baremetal_allocclient.server.api.errors import (
+    ApiError,
+    bad_request,
+    conflict,
+)
+from baremetal_allocclient.server.api.prefer import WaitPermits
+from baremetal_allocclient.server.db import lookups
+from baremetal_allocclient.server.db.engine import (
+    CommitOutcomeUnknown,
+    Database,
+    is_unavailable,
+    short_reason,
+)
+from baremetal_allocclient.server.db.models import (
+    Allocation,
+    Node,
+    NodeTrait,
+    utcnow,
+)
+
+LOG = logging.getLogger(__name__)
+
+
+def resolve_candidates(
+    session: Session, who: Principal, idents: Sequence[str]
+) -> list[str]:
+    """The UUIDs of ``candidate_nodes`` (in the caller's transaction);
+    400 naming every one missing or hidden from ``who``."""
+    found: list[str] = []
+    missing: list[str] = []
+    for ident in map(schemas.canonical_uuid, idents):
+        node = lookups.node_by_ident(
+            session, ident, by_uuid=schemas.is_uuid_like(ident), lock=False
+        )
+        if node is None or not policy.node_visible(
+            who, node.owner, node.lessee
+        ):
+            missing.append(ident)
+        elif node.uuid not in found:
+            found.append(node.uuid)
+    if missing:
+        raise bad_request(f"Nodes cannot be found: {', '.join(missing)}")
+    return found
+
+
+def candidates_in_read(
+    db: Database, who: Principal, idents: Sequence[str]
+) -> list[str]:
+    """:func:`resolve_candidates` in a read transaction of its own."""
+    with db.read() as session:
+        return resolve_candidates(session, who, idents)
+
+
+def check_unique(
+    session: Session, uuid: str | None, name: str | None
+) -> None:
+    """Clear 409s before an insert (``uuid`` None: generated here, a
+    random UUID no row can hold; the unique index is the backstop)."""
+    if uuid is not None and lookups.allocation_by_ident(
+        session, uuid, by_uuid=True, lock=False
+    ):
+        raise conflict(f"An allocation with UUID {uuid} already exists.")
+    if name is not None and lookups.allocation_by_ident(
+        session, name, by_uuid=False, lock=False
+    ):
+        raise conflict(f"An allocation with name {name} already exists.")
+
+
+def _duplicate(db: Database, uuid: str, name: str | None) -> ApiError:
+    """The 409 for an insert the unique indexes refused, naming the
+    clashing field (read only on this path, not before every insert)."""
+    with db.read() as session:
+        try:
+            check_unique(session, None, name)
+        except ApiError as exc:
+            return exc
+    return conflict(f"An allocation with UUID {uuid} already exists.")
+
+
+def _instance_in_use(session: Session, given_uuid: str | None) -> str | None:
+    """Why an allocation whose ``uuid`` is already a node's
+    ``instance_uuid`` fails: as in Ironic, it is stored in ``error``
+    (Ironic fails it when it tries to give it a node).  The holder may
+    belong to a project the caller cannot see, so it is not named."""
+    if not given_uuid or session.scalar(
+            select(Node.id).where(Node.instance_uuid == given_uuid)) is None:
+        return None
+    return (f"Instance {given_uuid} is already associated with a node, it "
+            f"cannot be associated with another node.")
+
+
+@dataclass(frozen=True)
+class NewAllocation:
+    """A validated create request (not a backfill)."""
+
+    uuid: str | None  # as given; None: one is generated
+    name: str | None
+    resource_class: str
+    traits: list[str]
+    candidate_nodes: list[str]  # as given (UUIDs or names)
+    extra: dict[str, Any]
+    owner: str | None
+    constraints: dict[str, Any] | None  # the wire form
+    queue_deadline: datetime.datetime | None
+    created_at: datetime.datetime
+
+
+def store(db: Database, workers: AllocationWorkers, new: NewAllocation,
+          who: Principal) -> Allocation:
+    """Store the allocation ``allocating`` (or ``error``, when its UUID is
+    already a node's instance), holding a worker slot: 503 when none is
+    free.  The slot stays taken for an ``allocating`` one (the caller
+    hands it to the workers), and is given back otherwise."""
+    uuid = new.uuid or str(uuidlib.uuid4())
+    if not workers.try_reserve_slot():
+        raise ApiError(
+            503,
+            "The server is busy processing allocations, retry later",
+        )
+    stored = False
+    try:
+        with db.write() as session:
+            candidates = resolve_candidates(session, who,
+                                            new.candidate_nodes)
+            # A duplicate name is left to the unique index: checking
+            # first would cost every creation a query.
+            check_unique(session, new.uuid, None)
+            allocation = Allocation(
+                uuid=uuid,
+                name=new.name,
+                state=ALLOCATING,
+                resource_class=new.resource_class,
+                traits=new.traits,
+                candidate_nodes=candidates,
+                extra=new.extra,
+                owner=new.owner,
+                constraints=new.constraints,
+                conductor_affinity=workers.affinity,
+                queue_deadline=new.queue_deadline,
+                created_at=new.created_at,
+            )
+            failed = _instance_in_use(session, new.uuid)
+            if failed:
+                allocation.state, allocation.last_error = ERROR, failed
+            reservation.insert_allocation(session, allocation)
+        stored = True
+    except IntegrityError:
+        raise _duplicate(db, uuid, new.name) from None
+    except CommitOutcomeUnknown as exc:
+        stored = committing.resolved(
+            db, exc, committing.stored(allocation.id, uuid))
+    finally:
+        if not stored or allocation.state == ERROR:
+            workers.release_slot()
+    return allocation
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What to show for a created allocation."""
+
+    allocation: Allocation
+    node_uuid: str | None
+    #: Read back or reported by its worker (not merely as stored), so
+    #: its funnel text may be shown.
+    settled: bool
+    #: ``Prefer: wait`` was applied.
+    waited: bool
+    #: 1-based place in line, when ``line_scope`` asked for it and it
+    #: still waits.
+    position: int | None
+
+
+@dataclass(frozen=True)
+class LineScope:
+    """Whose allocations a place in line counts: ``project`` (None: all,
+    an admin's view)."""
+
+    project: str | None
+
+
+def hand_over(db: Database, workers: AllocationWorkers,
+              permits: WaitPermits, allocation: Allocation, wait: float,
+              scope: LineScope | None) -> Answer:
+    """Give a stored ``allocating`` allocation (its slot held) to the
+    workers; with ``wait`` (and a free permit) wait up to that long for
+    it to settle.  With ``scope``, also its place in line."""
+    job = workers.job_for(allocation)
+    if not wait or not permits.try_acquire():
+        workers.submit(allocation.id, allocation.uuid, job)
+        return Answer(allocation, None, False, False,
+                      place_in_line(db, allocation, scope))
+    try:
+        shown, node_uuid, settled = _settle(db, workers, allocation, job,
+                                            wait)
+        return Answer(shown, node_uuid, settled, True,
+                      place_in_line(db, allocation, scope, shown))
+    finally:
+        permits.release()
+
+
+def place_in_line(db: Database, allocation: Allocation,
+                  scope: LineScope | None, shown: Allocation | None = None
+                  ) -> int | None:
+    """The place in line of an allocation waiting in line (in the state
+    ``shown`` has, by default its own), None for anything else, without
+    ``scope``, or when the database does not answer."""
+    state = (shown or allocation).state
+    if (scope is None or allocation.queue_deadline is None
+            or state != ALLOCATING):
+        return None
+    try:
+        with db.read() as session:
+            position = line.queue_position(
+                session, allocation, utcnow(), scope.project)
+    except Exception as exc:
+        if not is_unavailable(exc):
+            raise
+        return None  # the allocation is stored; answer it as it is
+    if position < 1:  # settled or out of time since it was read
+        return None
+    return position
+
+
+def _settle(db: Database, workers: AllocationWorkers,
+            allocation: Allocation, job: Job, wait: float
+            ) -> tuple[Allocation, str | None, bool]:
+    """The committed allocation after waiting up to ``wait`` seconds for
+    it to settle, its node's UUID, and whether it is more than as stored.
+
+    The worker's report saves reading the row back; without one (not
+    settled within the wait, or the backend could not say) the row is
+    read.  The row is committed, so nothing here may turn into an error
+    that invites a retry (a retried create is a second allocation): if
+    the wait or the read fails, the answer is the allocation as stored.
+    """
+    try:
+        settled = workers.settle(allocation.id, job, wait)
+        if settled is not None:
+            allocation.state = settled.state
+            allocation.last_error = settled.last_error
+            allocation.funnel_error = settled.funnel_error
+            allocation.updated_at = settled.updated_at
+            return allocation, settled.node_uuid, True
+        with db.read() as session:
+            current = session.get(Allocation, allocation.id)
+            if current is None:  # deleted meanwhile: answer what was made
+                current = allocation
+            return current, _node_uuid(session, current), True
+    except Exception as exc:
+        if is_unavailable(exc):
+            LOG.warning("Allocation %s is stored; answering it as stored, "
+                        "the database became unavailable: %s",
+                        allocation.uuid, short_reason(exc))
+        else:
+            LOG.exception("Allocation %s is stored; answering it as "
+                          "stored after an unexpected error",
+                          allocation.uuid)
+        return allocation, None, False
+
+
+def _node_uuid(session: Session, allocation: Allocation) -> str | None:
+    if allocation.node_id is None:
+        return None
+    return lookups.node_uuid(session, allocation.node_id)
+
+
+@dataclass(frozen=True)
+class Backfill:
+    """A validated backfill request (``node`` given)."""
+
+    uuid: str | None
+    name: str | None
+    resource_class: str | None  # None: the node's
+    traits: list[str]
+    candidate_nodes: list[str]  # as given (UUIDs or names)
+    extra: dict[str, Any]
+    owner: str | None
+
+
+def backfill(db: Database, affinity: str, new: Backfill, who: Principal,
+             find: Callable[[Session], Node]) -> tuple[Allocation, str]:
+    """Create an ``active`` allocation for the already deployed node
+    ``find`` returns; the allocation and its node's UUID.
+
+    Unlike Ironic, a mismatch is a 400/409 and nothing is stored.  The
+    node is locked first (the one lock order) and given to the new
+    allocation with the same compare-and-set as a worker's reservation,
+    so two backfills of one node never both succeed.
+    """
+    with db.write() as session:
+        named = find(session)
+        node = lookups.node_by_ident(session, named.uuid, by_uuid=True)
+        if node is None:  # deleted since it was looked up
+            raise bad_request(f"Node {named.uuid} could not be found.")
+        uuid = new.uuid or node.instance_uuid or str(uuidlib.uuid4())
+        rc = new.resource_class or node.resource_class
+        candidates = resolve_candidates(session, who, new.candidate_nodes)
+        _check_backfill(session, node, rc, new.traits, candidates)
+        check_unique(session, uuid, new.name)
+        now = utcnow()
+        allocation = Allocation(
+            uuid=uuid,
+            name=new.name,
+            state=ACTIVE,
+            node_id=node.id,
+            resource_class=rc,
+            traits=new.traits,
+            candidate_nodes=candidates,
+            extra=new.extra,
+            owner=new.owner,
+            conductor_affinity=affinity,
+            created_at=now,
+            updated_at=now,
+        )
+        reservation.insert_allocation(session, allocation)
+        if not reservation.backfill(session, allocation, node.id, now):
+            raise conflict(
+                f"Node {node.uuid} is associated with instance "
+                f"{node.instance_uuid}."
+            )
+        return allocation, node.uuid
+
+
+def _check_backfill(
+    session: Session, node: Node, rc: str | None, traits: list[str],
+    candidates: list[str],
+) -> None:
+    """400/409 when the deployed node does not match the request."""
+    node_traits = set(
+        session.scalars(
+            select(NodeTrait.trait).where(NodeTrait.node_id == node.id)
+        )
+    )
+    errors = []
+    if rc != node.resource_class:
+        errors.append(
+            f"Resource class {node.resource_class} does not match the "
+            f"requested resource class {rc}"
+        )
+    if not set(traits) <= node_traits:
+        errors.append(
+            f"List of traits {sorted(node_traits)} does not match the "
+            f"requested traits {traits}"
+        )
+    if candidates and node.uuid not in candidates:
+        errors.append(
+            f"Candidate nodes must be empty or contain the target "
+            f"node, but got {candidates}"
+        )
+    if node.provision_state != ns.ACTIVE:
+        errors.append(
+            f'Node must be in the "active" state, but the current '
+            f'state is "{node.provision_state}"'
+        )
+    if errors:
+        status = 400 if len(errors) > 1 or (
+            node.provision_state == ns.ACTIVE
+        ) else 409
+        raise ApiError(
+            status,
+            f"Cannot backfill an allocation for node {node.uuid}: "
+            f"{'; '.join(errors)}",
+        )

@@ -1,0 +1,94 @@
+"""Reserving a whole group of allocations in one transaction
+(:mod:`~baremetal_allocclient.server.allocation.group_reservation`): all
+members ``active`` or nothing stored.  :func:`reserve` opens its own
+transactions."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from baremetal_allocclient.constraints import Constraints
+from baremetal_allocclient.server.allocation import (
+    group_reservation as group_db,
+)
+from baremetal_allocclient.server.allocation.selection import Request
+from baremetal_allocclient.server.allocation.service import creating
+from baremetal_allocclient.server.allocation.states import ACTIVE
+from baremetal_allocclient.server.api import policy
+from baremetal_allocclient.server.api.auth import Principal
+from baremetal_allocclient.server.api.errors import conflict
+from baremetal_allocclient.server.db import lookups
+from baremetal_allocclient.server.db.engine import Database
+from baremetal_allocclient.server.db.models import Allocation
+
+
+@dataclass(frozen=True)
+class Group:
+    """A validated group request: one member per UUID and name."""
+
+    uuids: list[str]
+    names: list[str | None]
+    resource_class: str
+    traits: list[str]
+    candidate_nodes: list[str]  # as given (UUIDs or names)
+    extra: dict[str, Any]
+    owner: str | None
+    constraints: Constraints
+
+
+def _check_unique(uuids: Sequence[str], names: Sequence[str | None]
+                  ) -> Any:
+    """Clear 409s before the inserts (the unique indexes back them)."""
+    def check(session: Session) -> None:
+        for uuid in uuids:
+            if lookups.allocation_by_ident(session, uuid, by_uuid=True,
+                                           lock=False):
+                raise conflict(
+                    f"An allocation with UUID {uuid} already exists.")
+        for name in names:
+            if name is not None and lookups.allocation_by_ident(
+                    session, name, by_uuid=False, lock=False):
+                raise conflict(
+                    f"An allocation with name {name} already exists.")
+    return check
+
+
+def reserve(db: Database, affinity: str, group: Group, who: Principal
+            ) -> list[tuple[Allocation, str]]:
+    """Every member ``active`` on its own node, with the node's UUID; a
+    409 saying why when the group cannot be reserved (nothing stored)."""
+    wanted = group.constraints
+    candidates = creating.candidates_in_read(db, who, group.candidate_nodes)
+    traits = group.traits
+    request = Request(
+        resource_class=group.resource_class, traits=tuple(traits),
+        candidate_nodes=tuple(candidates), owner=group.owner,
+        constraints=wanted)
+
+    def build() -> list[Allocation]:
+        return [Allocation(
+            uuid=uuid, name=name, state=ACTIVE,
+            resource_class=request.resource_class, traits=traits,
+            candidate_nodes=candidates, extra=group.extra,
+            owner=request.owner,
+            constraints=wanted.to_wire() if wanted else None,
+            conductor_affinity=affinity,
+        ) for uuid, name in zip(group.uuids, group.names, strict=True)]
+
+    count = len(group.uuids)
+    try:
+        outcome = group_db.reserve_group(
+            db, count, build, request, policy.node_filter(who),
+            check=_check_unique(group.uuids, group.names))
+    except IntegrityError:
+        raise conflict("An allocation of the group has a name or UUID "
+                       "already in use.") from None
+    if outcome.reason is not None:
+        raise conflict(f"Group of {count} not reserved (nothing was "
+                       f"created): {outcome.reason}")
+    return list(outcome.members)

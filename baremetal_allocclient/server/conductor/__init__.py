@@ -1,1 +1,0 @@
-"""Background work: allocation workers and fake hardware."""

@@ -1,0 +1,170 @@
+"""Rows by UUID, name or id, shared by both wings.
+
+Every function takes the caller's session (its first argument) and
+opens no transaction; in a write transaction rows are read locked.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any, cast
+
+from sqlalchemy import (
+    Select,
+    bindparam,
+    delete,
+    select,
+    update,
+)
+from sqlalchemy.orm import Session
+
+from baremetal_allocclient.server.db import node_properties  # noqa: F401
+from baremetal_allocclient.server.db.engine import (
+    WRITE,
+)
+from baremetal_allocclient.server.db.models import (
+    Allocation,
+    Node,
+    NodeTrait,
+    utcnow,
+)
+
+
+def rowcount(result: object) -> int:
+    """Rows matched by an UPDATE/DELETE (typed access across SA versions)."""
+    count = cast(Any, result).rowcount
+    return int(count)
+
+
+def locking(session: Session) -> bool:
+    """Whether reads in ``session`` lock rows (a write transaction)."""
+    return bool(session.info.get(WRITE))
+
+
+@functools.cache
+def _by_ident(
+    model: type[Node] | type[Allocation], by_uuid: bool, lock: bool
+) -> Select[Any]:
+    column = model.uuid if by_uuid else model.name
+    query = select(model).where(column == bindparam("ident"))
+    if not lock:
+        return query
+    # A locked read must see the row as it is now, not as an earlier
+    # unlocked read of the same session left it.
+    return query.with_for_update().execution_options(populate_existing=True)
+
+
+def node_by_ident(
+    session: Session, ident: str, by_uuid: bool, lock: bool = True
+) -> Node | None:
+    """A node by UUID (``by_uuid``) or by name, locked in a write.
+
+    Existence checks pass ``lock=False``: on InnoDB, locking a missing
+    row takes gap locks that make concurrent inserts deadlock.
+    """
+    query = _by_ident(Node, by_uuid, lock and locking(session))
+    node: Node | None = session.scalars(query, {"ident": ident}).first()
+    return node
+
+
+def allocation_by_ident(
+    session: Session, ident: str, by_uuid: bool, lock: bool = True
+) -> Allocation | None:
+    """An allocation by UUID (``by_uuid``) or by name, locked in a write
+    unless ``lock`` is False (existence checks)."""
+    query = _by_ident(Allocation, by_uuid, lock and locking(session))
+    found: Allocation | None = session.scalars(
+        query, {"ident": ident}
+    ).first()
+    return found
+
+
+@functools.cache
+def _allocation_with_node_uuid(by_uuid: bool) -> Select[Any]:
+    column = Allocation.uuid if by_uuid else Allocation.name
+    return (
+        select(*Allocation.__table__.columns, Node.uuid.label("node_uuid"))
+        .outerjoin(Node, Node.id == Allocation.node_id)
+        .where(column == bindparam("ident"))
+    )
+
+
+def allocation_for_reading(
+    session: Session, ident: str, by_uuid: bool
+) -> tuple[Allocation, str | None] | None:
+    """An allocation by UUID or name with its node's UUID, in one query.
+
+    For answering reads: the allocation is built from the row and not
+    tracked by the session, because the ORM's loading costs more CPU
+    than the query itself and GET is what polling clients repeat.
+    """
+    row = session.connection().execute(
+        _allocation_with_node_uuid(by_uuid), {"ident": ident}
+    ).first()
+    if row is None:
+        return None
+    values = dict(row._mapping)
+    node_uuid: str | None = values.pop("node_uuid")
+    return Allocation(**values), node_uuid
+
+
+def allocation_by_id(
+    session: Session, allocation_id: int
+) -> Allocation | None:
+    """An allocation by database id, locked in a write."""
+    return session.get(
+        Allocation, allocation_id, with_for_update=locking(session),
+        populate_existing=True,
+    )
+
+
+_NODE_UUID = select(Node.uuid).where(Node.id == bindparam("node_id"))
+
+
+def node_uuid(session: Session, node_id: int) -> str | None:
+    """The UUID of the node with this database id."""
+    return session.connection().scalar(_NODE_UUID, {"node_id": node_id})
+
+
+def traits_of(
+    session: Session, node_ids: Sequence[int]
+) -> dict[int, list[str]]:
+    """Sorted traits for each of the given nodes (one query)."""
+    result: dict[int, list[str]] = {nid: [] for nid in node_ids}
+    if not node_ids:
+        return result
+    rows = session.execute(
+        select(NodeTrait.node_id, NodeTrait.trait)
+        .where(NodeTrait.node_id.in_(node_ids))
+        .order_by(NodeTrait.trait)
+    )
+    for node_id, trait in rows:
+        result[node_id].append(trait)
+    return result
+
+
+def node_uuids(session: Session, node_ids: Sequence[int]) -> dict[int, str]:
+    """Map node ids to UUIDs (one query)."""
+    if not node_ids:
+        return {}
+    rows = session.execute(
+        select(Node.id, Node.uuid).where(Node.id.in_(node_ids))
+    )
+    return {int(nid): str(uuid) for nid, uuid in rows}
+
+
+def replace_traits(
+    session: Session, node_id: int, traits: Sequence[str]
+) -> None:
+    """Set a node's traits to exactly ``traits``."""
+    session.execute(delete(NodeTrait).where(NodeTrait.node_id == node_id))
+    for trait in sorted(set(traits)):
+        session.add(NodeTrait(node_id=node_id, trait=trait))
+
+
+def touch_node(session: Session, node_id: int) -> None:
+    """Bump updated_at after a change that did not go through the ORM."""
+    session.execute(
+        update(Node).where(Node.id == node_id).values(updated_at=utcnow())
+    )

@@ -1,0 +1,2 @@
+"""The Ironic stand-in: nodes, ports, VIFs, vmedia, boot mode, fake
+hardware, inventory."""

@@ -1,0 +1,1 @@
+"""HTTP handlers of the Ironic stand-in."""

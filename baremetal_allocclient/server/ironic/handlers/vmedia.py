@@ -1,0 +1,84 @@
+"""``/v1/nodes/{node}/vmedia`` (API 1.89): attach and detach virtual media.
+
+Ironic checks the request, answers 204 and runs the action in the
+background; its ``fake-hardware`` management interface implements no
+virtual media, so the action fails and the failure is the node's
+``last_error`` (``Driver fake-hardware does not support ...``).  The
+reference server records the same outcome before it answers.  (Ironic
+first fetches the image for an attach; when that fails, its
+``last_error`` names the fetch instead.)
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+
+from werkzeug.wrappers import Response
+
+from baremetal_allocclient.server.api import schemas
+from baremetal_allocclient.server.api.context import (
+    Context,
+    empty_response,
+    find_node,
+)
+from baremetal_allocclient.server.api.errors import bad_request, no_route
+from baremetal_allocclient.server.db.models import utcnow
+from baremetal_allocclient.server.ironic import interfaces
+
+#: The minor version that introduced attach and detach.
+VMEDIA_SINCE = 89
+#: The URL schemes Ironic accepts (ironic.common.image_publisher).
+URL_SCHEMES = ("http", "https", "nfs", "cifs", "smb")
+
+
+def _gate(ctx: Context) -> None:
+    if ctx.minor < VMEDIA_SINCE:
+        raise no_route()
+
+
+def _record_failure(ctx: Context, ident: str, template: str,
+                    action: str) -> None:
+    """The action's failure becomes the node's ``last_error``."""
+    with ctx.services.db.write() as session:
+        node = find_node(ctx, session, ident)
+        node.last_error = template.format(
+            node=node.uuid,
+            exc=interfaces.unsupported_message(node.driver, action),
+        )
+        node.updated_at = utcnow()
+
+
+def attach_vmedia(ctx: Context, ident: str) -> Response:
+    """POST /v1/nodes/{ident}/vmedia."""
+    _gate(ctx)
+    body = ctx.json_body()
+    schemas.validate(body, schemas.VMEDIA_ATTACH, "Schema error for vmedia")
+    assert isinstance(body, dict)
+    scheme = urllib.parse.urlparse(body["image_url"]).scheme
+    if scheme not in URL_SCHEMES:
+        raise bad_request(f"Unsupported or missing URL scheme: {scheme}")
+    device = body["device_type"]
+    _record_failure(
+        ctx, ident,
+        f"Could not attach device {device} to node {{node}}: {{exc}}",
+        "attach_virtual_media")
+    return empty_response(204)
+
+
+def detach_vmedia(ctx: Context, ident: str) -> Response:
+    """DELETE /v1/nodes/{ident}/vmedia[?device_types=a,b]."""
+    _gate(ctx)
+    raw = ctx.query("device_types")
+    devices = [item for item in (raw or "").split(",") if item] or None
+    if devices:
+        invalid = [item for item in devices
+                   if item not in schemas.VMEDIA_DEVICES]
+        if invalid:
+            raise bad_request(
+                f"Invalid device type(s) {', '.join(invalid)} (valid are "
+                f"{', '.join(schemas.VMEDIA_DEVICES)})")
+    _record_failure(
+        ctx, ident,
+        f"Could not detach device(s) {devices} from node {{node}}: {{exc}}",
+        "detach_virtual_media")
+    return empty_response(204)

@@ -1,0 +1,229 @@
+"""A node's ``PATCH`` (and create): Ironic's rules for each field and
+the changes, in the caller's session (no transaction of its own)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from baremetal_allocclient.server import node_states as ns
+from baremetal_allocclient.server.allocation.service import releasing
+from baremetal_allocclient.server.api import (
+    schemas,
+)
+from baremetal_allocclient.server.api.errors import (
+    ApiError,
+    bad_request,
+    conflict,
+)
+from baremetal_allocclient.server.db import lookups
+from baremetal_allocclient.server.db.models import (
+    Node,
+)
+from baremetal_allocclient.server.ironic import (
+    interfaces,
+    node_rows,
+)
+
+DRIVER = "fake-hardware"
+
+PATCHABLE = (
+    "automated_clean", "bios_interface", "boot_interface", "chassis_uuid",
+    "conductor_group", "console_interface", "deploy_interface",
+    "description", "disable_power_off", "driver", "driver_info", "extra",
+    "firmware_interface", "inspect_interface", "instance_info",
+    "instance_name", "instance_uuid", "lessee", "maintenance",
+    "management_interface", "name", "network_data", "network_interface",
+    "owner", "parent_node", "power_interface", "properties", "protected",
+    "protected_reason", "raid_interface", "rescue_interface",
+    "resource_class", "retired", "retired_reason", "shard",
+    "storage_interface", "vendor_interface",
+)
+
+
+def driver_error(driver: str) -> ApiError:
+    return bad_request(
+        f"No valid host was found. Reason: No conductor service registered "
+        f'which supports driver {driver} for conductor group "". Ensure '
+        f"the driver is valid and enabled."
+    )
+
+
+def check_interfaces(values: dict[str, Any]) -> None:
+    for field in interfaces.INTERFACES:
+        message = interfaces.invalid_value(field, values.get(field))
+        if message is not None:
+            raise bad_request(message)
+
+
+def parent_uuid(session: Session, node_owner: str | None,
+                 ident: str | None) -> str | None:
+    """The UUID of the parent named by ``ident`` (a UUID or a name); an
+    unknown node or one of another owner is the same 400, like Ironic,
+    so that the answer does not tell whether the node exists."""
+    if ident is None:
+        return None
+    parent = lookups.node_by_ident(
+        session, schemas.canonical_uuid(ident), schemas.is_uuid_like(ident),
+        lock=False)
+    if parent is None or parent.owner != node_owner:
+        raise bad_request(
+            f"Unable to apply the requested parent_node '{ident}'. "
+            f"Requested value was invalid.")
+    return parent.uuid
+
+
+def patchable(node: Node) -> dict[str, Any]:
+    values: dict[str, Any] = {
+        name: getattr(node, name, None)
+        for name in PATCHABLE
+        if name not in interfaces.INTERFACES and name != "chassis_uuid"
+    }
+    for field in interfaces.INTERFACES:
+        values[field] = interfaces.value_of(node, field)
+    values["chassis_uuid"] = None
+    for key in ("driver_info", "extra", "instance_info", "network_data",
+                "properties"):
+        values[key] = dict(values[key] or {})
+    return values
+
+
+_DICT_FIELDS = (
+    "driver_info", "extra", "instance_info", "network_data", "properties",
+)
+_BOOL_DEFAULTS = {"maintenance": False, "protected": False, "retired": False,
+                  "disable_power_off": False}
+
+
+def with_defaults(after: dict[str, Any]) -> dict[str, Any]:
+    """A removed field goes back to its default, like in Ironic."""
+    result: dict[str, Any] = {}
+    for key in PATCHABLE:
+        value = after.get(key)
+        if value is None and key in _DICT_FIELDS:
+            value = {}
+        elif value is None and key in _BOOL_DEFAULTS:
+            value = _BOOL_DEFAULTS[key]
+        elif key == "conductor_group":
+            # Case-insensitive, stored lower-case (as Ironic does).
+            value = value.lower() if isinstance(value, str) else (
+                "" if value is None else value)
+        elif value is None and key in interfaces.INTERFACES:
+            value = interfaces.INTERFACES[key].default
+        result[key] = value
+    return result
+
+
+def apply_changes(
+    session: Session,
+    ident: str,
+    node: Node,
+    after: dict[str, Any],
+    changed: set[str],
+) -> None:
+    if "driver" in changed and after["driver"] != DRIVER:
+        raise driver_error(str(after["driver"]))
+    check_interfaces(after)
+    if "chassis_uuid" in changed:
+        raise bad_request("Chassis are not supported by this server")
+    if "name" in changed:
+        name = after["name"]
+        if name is not None and (
+            not schemas.is_valid_name(name) or schemas.is_uuid_like(name)
+        ):
+            raise bad_request(
+                f"Node {ident}: Cannot change name to invalid name '{name}'"
+            )
+        if name is not None and lookups.node_by_ident(
+            session, name, False, lock=False
+        ):
+            raise conflict(f"A node with name {name} already exists.")
+    if "resource_class" in changed and not (
+        node.maintenance or node.provision_state in ns.CHANGE_ALLOWED
+    ):
+        raise conflict(
+            f"Node {node.uuid} can not have resource_class updated unless "
+            f"it is in one of allowed ({', '.join(ns.CHANGE_ALLOWED)}) "
+            f"states. Current state is '{node.provision_state}'."
+        )
+    if "protected" in changed and after["protected"] and (
+        node.provision_state != ns.ACTIVE
+    ):
+        raise conflict(
+            f"Node {node.uuid} can only be made protected in provision "
+            f"states 'active' or 'rescue', the current state is "
+            f"'{node.provision_state}'")
+    if "instance_uuid" in changed:
+        _change_instance_uuid(session, node, after["instance_uuid"])
+    if "parent_node" in changed:
+        after["parent_node"] = parent_uuid(session, node.owner,
+                                            after["parent_node"])
+    _check_retired(node, after, changed)
+    _sync_instance_name(after, changed)
+    for key in sorted(changed - {"instance_uuid", "chassis_uuid"}):
+        setattr(node, key, after[key])
+    if "maintenance" in changed and not after["maintenance"]:
+        node.maintenance_reason = None
+        node.fault = None
+    if "protected" in changed and not after["protected"]:
+        node.protected_reason = None
+
+
+def _check_retired(node: Node, after: dict[str, Any],
+                   changed: set[str]) -> None:
+    """Ironic's rules: un-retiring clears the reason, a node cannot be
+    retired while ``available``, and a reason needs ``retired``."""
+    if "retired" in changed:
+        if not after["retired"]:
+            after["retired_reason"] = None
+            changed.add("retired_reason")
+        elif node.provision_state == ns.AVAILABLE:
+            raise conflict(
+                f"Node {node.uuid} can not have 'retired' set in provision "
+                f"state 'available', the current state is "
+                f"'{node.provision_state}'")
+    if ("retired_reason" in changed and after["retired_reason"]
+            and not after["retired"]):
+        raise bad_request("The retired_reason field can only be set when "
+                          "retired is True")
+
+
+def _sync_instance_name(after: dict[str, Any], changed: set[str]) -> None:
+    """Like Ironic, a changed ``instance_info.display_name`` becomes the
+    ``instance_name`` of a node that has none."""
+    display_name = (after.get("instance_info") or {}).get("display_name")
+    if ("instance_info" in changed and not after.get("instance_name")
+            and display_name):
+        after["instance_name"] = display_name
+        changed.add("instance_name")
+
+
+def _change_instance_uuid(
+    session: Session, node: Node, new: str | None
+) -> None:
+    if new is not None and not schemas.is_uuid(new):
+        raise bad_request(f"Expected UUID for instance_uuid: {new}")
+    if new is not None:
+        new = schemas.canonical_uuid(new)
+    allocation = releasing.holder_of(session, node)
+    if allocation is not None:
+        if new is not None:
+            raise conflict(
+                f"Node {node.uuid} has allocation {allocation.uuid}; remove "
+                f"instance_uuid (or the allocation) before setting another"
+            )
+        error = releasing.instance_uuid_removal_refusal(node)
+        if error:
+            raise conflict(error)
+        releasing.release_in_session(session, allocation)
+        session.refresh(node)
+        return
+    if new is not None and node_rows.instance_taken(session, new, node.id):
+        raise conflict(
+            f"Instance {new} is already associated with a node, it "
+            f"cannot be associated with this other node {node.uuid}"
+        )
+    node.instance_uuid = new
+
+

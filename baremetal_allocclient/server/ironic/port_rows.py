@@ -1,0 +1,149 @@
+"""Port rows: finding a port or the node a body names, uniqueness, one
+page of a listing.  Every function takes the caller's session and opens
+no transaction; in a write, nodes are locked before ports (the one lock
+order)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Select, select
+from sqlalchemy.orm import Session
+
+from baremetal_allocclient.server.api import listing, policy, schemas
+from baremetal_allocclient.server.api.context import (
+    Context,
+    find_node,
+)
+from baremetal_allocclient.server.api.errors import (
+    ApiError,
+    bad_request,
+    conflict,
+    not_found,
+)
+from baremetal_allocclient.server.db.engine import WRITE
+from baremetal_allocclient.server.db.models import Node, Port
+
+
+def _visible(ctx: Context, node: Node) -> bool:
+    return policy.node_visible(policy.principal(ctx), node.owner, node.lessee)
+
+
+def find_port(
+    ctx: Context, session: Session, ident: str
+) -> tuple[Port, Node]:
+    """A port by UUID with its node (locked in a write); 404 when missing
+    or on a node the caller may not see.  Ports have no names below 1.88,
+    so a name is never found; anything else is a 400, like Ironic."""
+    canonical = schemas.canonical_uuid(ident)
+    if not schemas.is_uuid_like(canonical):
+        if not schemas.is_valid_name(ident):
+            raise bad_request(
+                f"Expected UUID or name for port_ident: {ident}")
+        raise not_found(f"Port {ident} could not be found.")
+    port = session.scalars(
+        select(Port).where(Port.uuid == canonical)).first()
+    node = None
+    if port is not None:
+        node = _locked(session, select(Node).where(Node.id == port.node_id))
+    if port is None or node is None or not _visible(ctx, node):
+        raise not_found(f"Port {ident} could not be found.")
+    if session.info.get(WRITE):  # node, then port: the one lock order
+        session.refresh(port, with_for_update=True)
+    return port, node
+
+
+def _locked(session: Session, query: Select[Any]) -> Node | None:
+    """The first node of ``query``, locked when in a write."""
+    if session.info.get(WRITE):
+        query = query.with_for_update().execution_options(
+            populate_existing=True)
+    node: Node | None = session.scalars(query).first()
+    return node
+
+
+def node_for_port(ctx: Context, session: Session, ident: str) -> Node:
+    """The node a body names; missing (or hidden) is a 400."""
+    ident = schemas.canonical_uuid(ident)
+    column = Node.uuid if schemas.is_uuid_like(ident) else Node.name
+    node = _locked(session, select(Node).where(column == ident))
+    if node is None or not _visible(ctx, node):
+        raise bad_request(f"Node {ident} could not be found.")
+    return node
+
+
+def check_unique(
+    session: Session, address: str, uuid: str | None, port_id: int | None
+) -> None:
+    taken = session.scalar(select(Port.id).where(
+        Port.address == address, Port.id != (port_id or -1)))
+    if taken is not None:
+        raise conflict(f"A port with MAC address {address} already exists.")
+    if uuid is not None and session.scalar(
+        select(Port.id).where(Port.uuid == uuid)
+    ) is not None:
+        raise conflict(f"A port with UUID {uuid} already exists.")
+
+
+def _filtered(
+    ctx: Context, session: Session, node_ident: str | None
+) -> Any:
+    query: Any = select(Port, Node.uuid).join(
+        Node, Node.id == Port.node_id)
+    visible = policy.node_filter(policy.principal(ctx))
+    if visible is not None:
+        query = query.where(visible)
+    if node_ident is not None:
+        node = find_node(ctx, session, node_ident)
+        query = query.where(Port.node_id == node.id)
+    address = ctx.query("address")
+    if address is not None:
+        mac = schemas.normalize_mac(address)
+        if mac is None:
+            raise bad_request(
+                f"Expected valid MAC address for address: {address}")
+        query = query.where(Port.address == mac)
+    return query
+
+
+def _marker(
+    ctx: Context, session: Session, page: listing.Page
+) -> tuple[Any, int] | None:
+    ident = ctx.query("marker")
+    if ident is None:
+        return None
+    if not schemas.is_uuid_like(ident):
+        raise bad_request(f"Expected UUID for marker: {ident}")
+    port, _node = find_port(ctx, session, ident)
+    return getattr(port, page.sort_key), port.id
+
+
+def patched_node(ctx: Context, session: Session, node_uuid: str) -> Node:
+    """The node a patch moves a port to; a missing one is a 400."""
+    try:
+        return node_for_port(ctx, session, node_uuid)
+    except ApiError:
+        raise bad_request(
+            f"Unable to apply the requested node_uuid '{node_uuid}'. "
+            f"Requested value was invalid.") from None
+
+
+def page_of_ports(ctx: Context, session: Session, node_ident: str | None,
+                  page: listing.Page) -> list[tuple[Port, str]]:
+    """(port, its node's UUID) of the page the request selects."""
+    query = _filtered(ctx, session, node_ident)
+    marker = _marker(ctx, session, page)
+    query = listing.order_and_page(
+        query, page, getattr(Port, page.sort_key), Port.id, marker)
+    return [(row[0], row[1]) for row in session.execute(query)]
+
+
+def add_port(session: Session, port: Port) -> None:
+    """Insert a new port now (a uniqueness violation raised here)."""
+    session.add(port)
+    session.flush()
+
+
+def delete_port(session: Session, port: Port) -> None:
+    """Delete a port (found, and locked, by :func:`find_port`)."""
+    session.delete(port)

@@ -1,1 +1,0 @@
-"""Pure decisions: selection, node states, release rules."""
