@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 import requests
 import testtools
 
+from baremetal_allocclient.tests.fixtures import launcher
 from baremetal_allocclient.tests.fixtures.launcher import free_port
 from baremetal_allocclient.tests.functional.multiprocess import (
     _cluster,
@@ -130,7 +131,7 @@ class UnreachableAtStartTests(testtools.TestCase):
     def test_serve_refuses_with_a_clear_message(self) -> None:
         port = free_port()  # nothing listens there
         url = f"postgresql+psycopg://nobody@127.0.0.1:{port}/none"
-        result = _cluster.run_cli("serve", "--port", str(port), "--db", url,
+        result = launcher.run_cli("serve", "--port", str(port), "--db", url,
                                   timeout=60)
         self.assertEqual(1, result.returncode, result.stderr)
         self.assertIn(
