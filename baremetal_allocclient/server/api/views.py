@@ -69,6 +69,8 @@ def timestamp(value: datetime.datetime | None) -> str | None:
     """Stored naive UTC -> ISO 8601 with offset, like Ironic."""
     if value is None:
         return None
+    if value.tzinfo is None:  # as stored: the same, without a copy
+        return value.isoformat() + "+00:00"
     return value.replace(tzinfo=datetime.timezone.utc).isoformat()
 
 

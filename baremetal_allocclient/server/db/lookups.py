@@ -108,18 +108,28 @@ def allocation_for_reading(
 
 def allocation_from_row(row: Row[Any]) -> Allocation:
     """An ORM allocation (not tracked by any session) built from a row
-    of :func:`allocation_for_reading` or :func:`allocation_rows`."""
+    of :func:`allocation_for_reading`."""
     values = dict(row._mapping)
     values.pop("node_uuid", None)
     return Allocation(**values)
 
 
+#: What an allocation's view shows, for :func:`allocation_rows`.
+_SHOWN = (
+    Allocation.uuid, Allocation.created_at, Allocation.updated_at,
+    Allocation.candidate_nodes, Allocation.extra, Allocation.last_error,
+    Allocation.funnel_error, Allocation.name, Allocation.owner,
+    Allocation.resource_class, Allocation.state, Allocation.traits,
+)
+
+
 def allocation_rows() -> Select[Any]:
-    """Every allocation's row with its node's UUID (``node_uuid``), for
-    the caller to filter, order and page."""
-    return select(
-        *Allocation.__table__.columns, Node.uuid.label("node_uuid")
-    ).outerjoin(Node, Node.id == Allocation.node_id)
+    """Every allocation's row with the columns its view shows and its
+    node's UUID (``node_uuid``), for the caller to filter, order and
+    page."""
+    return select(*_SHOWN, Node.uuid.label("node_uuid")).outerjoin(
+        Node, Node.id == Allocation.node_id
+    )
 
 
 def allocation_by_id(
