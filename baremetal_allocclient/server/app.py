@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import random
@@ -13,6 +14,7 @@ from typing import Any
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
 from werkzeug.routing import Map, Rule
+from werkzeug.sansio.utils import get_current_url
 from werkzeug.wrappers import Request, Response
 
 from baremetal_allocclient.constraints import EXPLAIN_PATH
@@ -126,6 +128,13 @@ _ROUTES: list[tuple[str, str, Handler]] = [
 ]
 
 
+@functools.lru_cache(maxsize=64)
+def _host_url(scheme: str, host: str) -> str:
+    """``Request.host_url`` without its trailing slash, converted once
+    per scheme and host (the conversion to a URI is the costly part)."""
+    return get_current_url(scheme, host).rstrip("/")
+
+
 def error_body(status: int, message: str) -> dict[str, str]:
     """Ironic's error document: a JSON string inside ``error_message``."""
     fault = {
@@ -176,7 +185,7 @@ class Application:
         return response(environ, start_response)
 
     def _base_url(self, request: Request) -> str:
-        return request.host_url.rstrip("/")
+        return _host_url(request.scheme, request.host)
 
     def _dispatch(
         self, request: Request

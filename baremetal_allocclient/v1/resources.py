@@ -101,7 +101,12 @@ class _Resource:
 
     @classmethod
     def field_specs(cls) -> tuple[FieldSpec, ...]:
-        """Return the field table, in declaration order."""
+        """Return the field table, in declaration order (built once per
+        class: :meth:`from_wire` reads it for every item of a list)."""
+        return _field_specs(cls)
+
+    @classmethod
+    def _build_field_specs(cls) -> tuple[FieldSpec, ...]:
         specs = []
         for field in dataclasses.fields(cls):  # type: ignore[arg-type]
             meta = field.metadata
@@ -159,6 +164,17 @@ class _Resource:
             spec.wire: _plain(getattr(self, spec.name))
             for spec in self.field_specs()
         }
+
+
+#: Each resource class's field table, built on first use.
+_FIELD_SPECS: dict[type[_Resource], tuple[FieldSpec, ...]] = {}
+
+
+def _field_specs(cls: type[_Resource]) -> tuple[FieldSpec, ...]:
+    specs = _FIELD_SPECS.get(cls)
+    if specs is None:
+        specs = _FIELD_SPECS[cls] = cls._build_field_specs()
+    return specs
 
 
 def _plain(value: Any) -> Any:

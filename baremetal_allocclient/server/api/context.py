@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast
 
+from sqlalchemy.engine import Connection, Row
 from sqlalchemy.orm import Session
 from werkzeug.wrappers import Request, Response
 
@@ -20,6 +21,7 @@ from baremetal_allocclient.server.api import (
     schemas,
     storable,
     versions,
+    views,
 )
 from baremetal_allocclient.server.api.errors import (
     ApiError,
@@ -157,21 +159,28 @@ def allocation_to_release(
 
 
 def read_allocation(
-    session: Session, ident: str, ctx: Context
-) -> tuple[Allocation, str | None]:
-    """Like :func:`find_allocation`, for answering a read: the allocation
-    (not tracked by the session) and its node's UUID, in one query."""
+    conn: Connection, ident: str, ctx: Context
+) -> tuple[Row[Any], str | None]:
+    """Like :func:`find_allocation`, for answering a read: the
+    allocation's row (no ORM object) and its node's UUID, in one
+    query."""
     ident = schemas.canonical_uuid(ident)
-    found = lookups.allocation_for_reading(
-        session, ident, by_uuid=schemas.is_uuid_like(ident)
+    row = lookups.allocation_for_reading(
+        conn, ident, by_uuid=schemas.is_uuid_like(ident)
     )
-    allocation, node_uuid = found if found is not None else (None, None)
-    return visible_allocation(allocation, ident, ctx), node_uuid
+    visible_allocation(
+        None if row is None else cast(views.AllocationRecord, row),
+        ident, ctx)
+    assert row is not None
+    return row, row.node_uuid
+
+
+_Found = TypeVar("_Found", bound=views.AllocationRecord)
 
 
 def visible_allocation(
-    allocation: Allocation | None, ident: str, ctx: Context | None
-) -> Allocation:
+    allocation: _Found | None, ident: str, ctx: Context | None
+) -> _Found:
     """The allocation if it exists and ``ctx``'s principal may see it;
     404 otherwise."""
     if allocation is None or (

@@ -105,7 +105,14 @@ def order_and_page(
     id_column: InstrumentedAttribute[int],
     marker: tuple[Any, int] | None,
 ) -> Any:
-    """Apply ORDER BY (nulls first when ascending), the marker and LIMIT."""
+    """Apply ORDER BY (nulls first when ascending), the marker and LIMIT.
+
+    Sorted by the id itself (never null, unique), the order and the
+    marker need the id alone: SQLite then walks the primary key instead
+    of sorting every row.
+    """
+    if column is id_column:
+        return _by_id(query, page, id_column, marker)
     not_null = column.is_not(None)
     if page.sort_dir == "asc":
         query = query.order_by(not_null.asc(), column.asc(), id_column.asc())
@@ -115,6 +122,23 @@ def order_and_page(
         )
     if marker is not None:
         query = query.where(_after(column, id_column, marker, page.sort_dir))
+    return query.limit(page.limit)
+
+
+def _by_id(
+    query: Any,
+    page: Page,
+    id_column: InstrumentedAttribute[int],
+    marker: tuple[Any, int] | None,
+) -> Any:
+    if page.sort_dir == "asc":
+        query = query.order_by(id_column.asc())
+        if marker is not None:
+            query = query.where(id_column > marker[1])
+    else:
+        query = query.order_by(id_column.desc())
+        if marker is not None:
+            query = query.where(id_column < marker[1])
     return query.limit(page.limit)
 
 

@@ -7,15 +7,15 @@ the same table drives rendering, ``fields=`` validation and 406s.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 from baremetal_allocclient.server.api import versions
 from baremetal_allocclient.server.api.errors import (
     bad_request,
     not_acceptable,
 )
-from baremetal_allocclient.server.db.models import Allocation, Node, Port
+from baremetal_allocclient.server.db.models import Node, Port
 from baremetal_allocclient.server.ironic import interfaces, secrets
 
 # Node fields in Ironic's output order with their introducing version.
@@ -69,6 +69,8 @@ def timestamp(value: datetime.datetime | None) -> str | None:
     """Stored naive UTC -> ISO 8601 with offset, like Ironic."""
     if value is None:
         return None
+    if value.tzinfo is None:  # as stored: the same, without a copy
+        return value.isoformat() + "+00:00"
     return value.replace(tzinfo=datetime.timezone.utc).isoformat()
 
 
@@ -215,8 +217,77 @@ def check_allocation_fields(
             )
 
 
+class AllocationRecord(Protocol):
+    """What rendering reads of an allocation: an ORM ``Allocation`` or
+    a row of its columns."""
+
+    @property
+    def uuid(self) -> str: ...
+    @property
+    def created_at(self) -> datetime.datetime: ...
+    @property
+    def updated_at(self) -> datetime.datetime | None: ...
+    @property
+    def candidate_nodes(self) -> list[str] | None: ...
+    @property
+    def extra(self) -> dict[str, Any] | None: ...
+    @property
+    def last_error(self) -> str | None: ...
+    @property
+    def funnel_error(self) -> str | None: ...
+    @property
+    def name(self) -> str | None: ...
+    @property
+    def owner(self) -> str | None: ...
+    @property
+    def resource_class(self) -> str | None: ...
+    @property
+    def state(self) -> str: ...
+    @property
+    def traits(self) -> list[str] | None: ...
+
+
+AllocationRenderer = Callable[[AllocationRecord, "str | None"],
+                              dict[str, Any]]
+
+
+def allocation_renderer(
+    base_url: str,
+    minor: int,
+    fields: Sequence[str] | None = None,
+    funnel: bool = False,
+) -> AllocationRenderer:
+    """:func:`allocation_view` with its arguments but the allocation and
+    its node's UUID decided once, for rendering many allocations."""
+    names = allocation_fields(minor)
+    if fields is not None:
+        names = [n for n in names if n in fields or n == "links"]
+
+    def render(allocation: AllocationRecord,
+               node_uuid: str | None) -> dict[str, Any]:
+        values: dict[str, Any] = {
+            "uuid": allocation.uuid,
+            "created_at": timestamp(allocation.created_at),
+            "updated_at": timestamp(allocation.updated_at),
+            "candidate_nodes": list(allocation.candidate_nodes or []),
+            "extra": allocation.extra or {},
+            "last_error": (allocation.funnel_error or allocation.last_error
+                           if funnel else allocation.last_error),
+            "name": allocation.name,
+            "owner": allocation.owner,
+            "resource_class": allocation.resource_class,
+            "state": allocation.state,
+            "traits": list(allocation.traits or []),
+            "links": _links(base_url, f"allocations/{allocation.uuid}"),
+            "node_uuid": node_uuid,
+        }
+        return {name: values[name] for name in names}
+
+    return render
+
+
 def allocation_view(
-    allocation: Allocation,
+    allocation: AllocationRecord,
     node_uuid: str | None,
     base_url: str,
     minor: int,
@@ -226,26 +297,8 @@ def allocation_view(
     """An allocation as Ironic renders it at ``minor``; with ``funnel``
     (the request opted into the constraints extension) ``last_error``
     carries the selection funnel when one was recorded."""
-    values: dict[str, Any] = {
-        "uuid": allocation.uuid,
-        "created_at": timestamp(allocation.created_at),
-        "updated_at": timestamp(allocation.updated_at),
-        "candidate_nodes": list(allocation.candidate_nodes or []),
-        "extra": allocation.extra or {},
-        "last_error": (allocation.funnel_error or allocation.last_error
-                       if funnel else allocation.last_error),
-        "name": allocation.name,
-        "owner": allocation.owner,
-        "resource_class": allocation.resource_class,
-        "state": allocation.state,
-        "traits": list(allocation.traits or []),
-        "links": _links(base_url, f"allocations/{allocation.uuid}"),
-        "node_uuid": node_uuid,
-    }
-    names = allocation_fields(minor)
-    if fields is not None:
-        names = [n for n in names if n in fields or n == "links"]
-    return {name: values[name] for name in names}
+    return allocation_renderer(base_url, minor, fields, funnel)(
+        allocation, node_uuid)
 
 
 # -- ports -----------------------------------------------------------------

@@ -320,6 +320,13 @@ class Database:
             yield session
 
     @contextlib.contextmanager
+    def read_rows(self) -> Iterator[Connection]:
+        """A short read-only transaction on a bare connection, without
+        an ORM session: for reads that build no ORM objects."""
+        with self.engine.connect() as conn:
+            yield conn
+
+    @contextlib.contextmanager
     def write(self) -> Iterator[Session]:
         """A write transaction that cannot fail with "database is locked".
 

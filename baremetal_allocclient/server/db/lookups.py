@@ -17,6 +17,7 @@ from sqlalchemy import (
     select,
     update,
 )
+from sqlalchemy.engine import Connection, Row
 from sqlalchemy.orm import Session
 
 from baremetal_allocclient.server.db import node_properties  # noqa: F401
@@ -91,22 +92,44 @@ def _allocation_with_node_uuid(by_uuid: bool) -> Select[Any]:
 
 
 def allocation_for_reading(
-    session: Session, ident: str, by_uuid: bool
-) -> tuple[Allocation, str | None] | None:
-    """An allocation by UUID or name with its node's UUID, in one query.
+    conn: Connection, ident: str, by_uuid: bool
+) -> Row[Any] | None:
+    """An allocation's row by UUID or name, with its node's UUID (the
+    ``node_uuid`` column), in one query.
 
-    For answering reads: the allocation is built from the row and not
-    tracked by the session, because the ORM's loading costs more CPU
-    than the query itself and GET is what polling clients repeat.
+    For answering reads: no ORM object is built, because the ORM's
+    loading costs more CPU than the query itself and GET is what polling
+    clients repeat.
     """
-    row = session.connection().execute(
+    return conn.execute(
         _allocation_with_node_uuid(by_uuid), {"ident": ident}
     ).first()
-    if row is None:
-        return None
+
+
+def allocation_from_row(row: Row[Any]) -> Allocation:
+    """An ORM allocation (not tracked by any session) built from a row
+    of :func:`allocation_for_reading`."""
     values = dict(row._mapping)
-    node_uuid: str | None = values.pop("node_uuid")
-    return Allocation(**values), node_uuid
+    values.pop("node_uuid", None)
+    return Allocation(**values)
+
+
+#: What an allocation's view shows, for :func:`allocation_rows`.
+_SHOWN = (
+    Allocation.uuid, Allocation.created_at, Allocation.updated_at,
+    Allocation.candidate_nodes, Allocation.extra, Allocation.last_error,
+    Allocation.funnel_error, Allocation.name, Allocation.owner,
+    Allocation.resource_class, Allocation.state, Allocation.traits,
+)
+
+
+def allocation_rows() -> Select[Any]:
+    """Every allocation's row with the columns its view shows and its
+    node's UUID (``node_uuid``), for the caller to filter, order and
+    page."""
+    return select(*_SHOWN, Node.uuid.label("node_uuid")).outerjoin(
+        Node, Node.id == Allocation.node_id
+    )
 
 
 def allocation_by_id(

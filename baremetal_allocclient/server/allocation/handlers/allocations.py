@@ -3,7 +3,7 @@ the version, call the service, render."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from werkzeug.wrappers import Response
 
@@ -40,6 +40,7 @@ from baremetal_allocclient.server.api.errors import (
     not_acceptable,
     not_found,
 )
+from baremetal_allocclient.server.db import lookups
 from baremetal_allocclient.server.db.models import Allocation, utcnow
 
 _NOT_ALLOWED = "The API version does not allow allocations"
@@ -89,14 +90,15 @@ def list_allocations(ctx: Context) -> Response:
         marker=None if marker_ident is None else (
             lambda session: find_allocation(session, marker_ident, ctx)),
     ))
-    funnel = extensions.constraints_requested(ctx)
+    render = views.allocation_renderer(
+        ctx.base_url, ctx.minor, fields,
+        extensions.constraints_requested(ctx))
     items = [
-        views.allocation_view(a, node_uuid, ctx.base_url, ctx.minor,
-                              fields, funnel)
-        for a, node_uuid in rows
+        render(cast(views.AllocationRecord, row), row.node_uuid)
+        for row in rows
     ]
     body: dict[str, Any] = {"allocations": items}
-    last = rows[-1][0].uuid if rows else None
+    last = rows[-1].uuid if rows else None
     link = listing.next_link(
         ctx.base_url, "allocations", dict(ctx.request.args), page,
         len(rows), last,
@@ -111,16 +113,19 @@ def get_allocation(ctx: Context, ident: str) -> Response:
     _gate(ctx, 404)
     fields = listing.parse_fields(ctx.query("fields"))
     views.check_allocation_fields(fields, ctx.minor)
-    allocation, node_uuid = records.read(
+    row, node_uuid = records.read(
         ctx.services.db,
-        lambda session: read_allocation(session, ident, ctx))
+        lambda conn: read_allocation(conn, ident, ctx))
     body = views.allocation_view(
-        allocation, node_uuid, ctx.base_url, ctx.minor, fields,
-        extensions.constraints_requested(ctx),
+        cast(views.AllocationRecord, row), node_uuid, ctx.base_url,
+        ctx.minor, fields, extensions.constraints_requested(ctx),
     )
-    if fields is None:
-        body = _with_queue(ctx, allocation, body)
+    if fields is None and row.queue_deadline is not None:
+        # Only an allocation waiting in line can have a place in line.
+        body = _with_queue(ctx, lookups.allocation_from_row(row), body)
     return json_response(body)
+
+
 def _validated_create_body(ctx: Context) -> dict[str, Any]:
     body = ctx.json_body()
     if isinstance(body, dict) and "owner" in body and (

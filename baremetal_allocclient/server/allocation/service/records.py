@@ -9,10 +9,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import jsonpatch
-from sqlalchemy import and_, select
+from sqlalchemy import and_
+from sqlalchemy.engine import Connection, Row
 from sqlalchemy.orm import Session
 
 from baremetal_allocclient.constraints import Constraints, Funnel
@@ -26,6 +27,8 @@ from baremetal_allocclient.server.api.errors import bad_request, conflict
 from baremetal_allocclient.server.db import lookups
 from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import Allocation, Node, utcnow
+
+_Read = TypeVar("_Read")
 
 
 @dataclass(frozen=True)
@@ -42,14 +45,12 @@ class Listing:
     marker: Callable[[Session], Allocation] | None
 
 
-def list_page(db: Database, asked: Listing
-              ) -> list[tuple[Allocation, str | None]]:
-    """One page of allocations with their nodes' UUIDs."""
+def list_page(db: Database, asked: Listing) -> Sequence[Row[Any]]:
+    """One page of allocations: their rows (no ORM objects), each with
+    its node's UUID in ``node_uuid``."""
     page = asked.page
     with db.read() as session:
-        query = select(Allocation, Node.uuid).outerjoin(
-            Node, Node.id == Allocation.node_id
-        )
+        query = lookups.allocation_rows()
         if asked.node is not None:
             node = asked.node(session)
             query = query.where(Allocation.node_id == node.id)
@@ -69,14 +70,14 @@ def list_page(db: Database, asked: Listing
         query = listing.order_and_page(
             query, page, column, Allocation.id, marker
         )
-        return [(row[0], row[1]) for row in session.execute(query)]
+        return session.connection().execute(query).all()
 
 
-def read(db: Database, find: Callable[[Session], tuple[Allocation, str | None]]
-         ) -> tuple[Allocation, str | None]:
-    """The allocation ``find`` reads and its node's UUID."""
-    with db.read() as session:
-        return find(session)
+def read(db: Database, find: Callable[[Connection], _Read]) -> _Read:
+    """What ``find`` reads on a bare connection (an allocation's row and
+    its node's UUID), in a read transaction."""
+    with db.read_rows() as conn:
+        return find(conn)
 
 
 def node_allocation(db: Database, find: Callable[[Session], Allocation]
