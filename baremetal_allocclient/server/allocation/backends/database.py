@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import ColumnElement
-from sqlalchemy.orm import Session
+from sqlalchemy.engine import Connection
 
 from baremetal_allocclient.server.allocation import (
     matching,
@@ -123,12 +123,12 @@ class DatabaseBackend:
         # A waiting allocation is tried again on the next queue round.
         rounds = 1 if job.queue_deadline is not None else SEARCH_ROUNDS
         for round_ in range(rounds):
-            with self._db.read() as session:
-                top = self._highest_node_id(session)
+            with self._db.read_connection() as conn:
+                top = self._highest_node_id(conn)
                 with self._rng_lock:
                     pivot = self._rng.randint(1, max(top, 1))
                 found = matching.candidate_window(
-                    session, job.request, filters, pivot
+                    conn, job.request, filters, pivot
                 )
             if not found:
                 if job.queue_deadline is not None:
@@ -157,11 +157,11 @@ class DatabaseBackend:
         # Say why as of now: usually concurrent requests took every match.
         return fail(self._db, job, explain(self._db, job, tried))
 
-    def _highest_node_id(self, session: Session) -> int:
+    def _highest_node_id(self, conn: Connection) -> int:
         """The highest node id, read at most once per TOP_ID_TTL."""
         now = time.monotonic()
         if now >= self._top_id_expires:
-            self._top_id = matching.highest_node_id(session)
+            self._top_id = matching.highest_node_id(conn)
             self._top_id_expires = now + TOP_ID_TTL
         return self._top_id
 
