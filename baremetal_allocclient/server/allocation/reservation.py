@@ -34,6 +34,7 @@ from sqlalchemy import (
     select,
     update,
 )
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
@@ -88,8 +89,10 @@ class _Rollback(Exception):
 _INSERT_ALLOCATION = insert(Allocation)
 
 
-def insert_allocation(session: Session, allocation: Allocation) -> None:
-    """Store a new (transient) allocation and set its id.
+def insert_allocation(session: Session | Connection,
+                      allocation: Allocation) -> None:
+    """Store a new (transient) allocation and set its id, in the
+    caller's transaction (a session's or a Core connection's).
 
     One prebuilt INSERT instead of the ORM's unit of work, whose flush
     was the largest single item of a create in the profile.  Unset
@@ -100,7 +103,9 @@ def insert_allocation(session: Session, allocation: Allocation) -> None:
         for column in Allocation.__table__.columns
         if (value := getattr(allocation, column.key)) is not None
     }
-    result = session.connection().execute(_INSERT_ALLOCATION, values)
+    conn = (session.connection() if isinstance(session, Session)
+            else session)
+    result = conn.execute(_INSERT_ALLOCATION, values)
     key = result.inserted_primary_key
     assert key is not None  # a single-row INSERT always has one
     allocation.id = int(key[0])

@@ -134,10 +134,8 @@ class DatabaseBackend:
                 if job.queue_deadline is not None:
                     return no_node(self._db, job, "")
                 return fail(self._db, job, explain(self._db, job, tried))
-            with self._rng_lock:
-                order = selection.order_candidates(
-                    found, job.request.preferred_name, self._rng
-                )
+            order = selection.candidate_order(
+                found, job.request.preferred_name, self._draw)
             for candidate in order:
                 now = utcnow()
                 outcome = reservation.reserve(
@@ -151,11 +149,16 @@ class DatabaseBackend:
                     return Settled(ACTIVE, candidate.uuid, None, now)
                 if outcome is not reservation.Reservation.NODE_TAKEN:
                     return None  # deleted, taken over or settled
-            tried = len(order)
+            tried = len(found)
         if job.queue_deadline is not None:
             return no_node(self._db, job, "")
         # Say why as of now: usually concurrent requests took every match.
         return fail(self._db, job, explain(self._db, job, tried))
+
+    def _draw(self, below: int) -> int:
+        """A random index below ``below`` (the generator is shared)."""
+        with self._rng_lock:
+            return self._rng.randrange(below)
 
     def _highest_node_id(self, conn: Connection) -> int:
         """The highest node id, read at most once per TOP_ID_TTL."""
