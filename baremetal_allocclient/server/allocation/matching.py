@@ -28,6 +28,7 @@ from sqlalchemy import (
     or_,
     select,
 )
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from baremetal_allocclient import constraints as constraints_module
@@ -239,13 +240,13 @@ def _named_candidate_query(
     )
 
 
-def highest_node_id(session: Session) -> int:
+def highest_node_id(session: Session | Connection) -> int:
     """The largest node id (0 without nodes); an index lookup."""
     return int(session.scalar(select(func.max(Node.id))) or 0)
 
 
 def candidate_window(
-    session: Session,
+    session: Session | Connection,
     request: Request,
     filters: Sequence[AnyFilter],
     pivot: int,
@@ -255,7 +256,8 @@ def candidate_window(
     and wrapping around; a node named like the allocation is always
     included when it matches.  Empty only when no node matches."""
     key = tuple(filters)
-    conn = session.connection()
+    conn = (session.connection() if isinstance(session, Session)
+            else session)
     params = filter_params(request)
     rows = list(conn.execute(
         candidate_query(key),

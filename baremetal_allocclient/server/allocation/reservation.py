@@ -34,6 +34,7 @@ from sqlalchemy import (
     select,
     update,
 )
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
@@ -88,8 +89,10 @@ class _Rollback(Exception):
 _INSERT_ALLOCATION = insert(Allocation)
 
 
-def insert_allocation(session: Session, allocation: Allocation) -> None:
-    """Store a new (transient) allocation and set its id.
+def insert_allocation(session: Session | Connection,
+                      allocation: Allocation) -> None:
+    """Store a new (transient) allocation and set its id, in the
+    caller's transaction (a session's or a Core connection's).
 
     One prebuilt INSERT instead of the ORM's unit of work, whose flush
     was the largest single item of a create in the profile.  Unset
@@ -100,7 +103,9 @@ def insert_allocation(session: Session, allocation: Allocation) -> None:
         for column in Allocation.__table__.columns
         if (value := getattr(allocation, column.key)) is not None
     }
-    result = session.connection().execute(_INSERT_ALLOCATION, values)
+    conn = (session.connection() if isinstance(session, Session)
+            else session)
+    result = conn.execute(_INSERT_ALLOCATION, values)
     key = result.inserted_primary_key
     assert key is not None  # a single-row INSERT always has one
     allocation.id = int(key[0])
@@ -120,8 +125,10 @@ _NODE_INSTANCE_INFO = (
 #: A worker does not queue behind another transaction's lock on a
 #: candidate (a stalled process, a node being changed): the node counts as
 #: taken and the next candidate is tried, as Ironic does with a locked node.
+#: The lock also reads the node's ``instance_info`` (under the lock), for
+#: :func:`_give_node` to merge the traits into.
 _LOCK_CANDIDATE = (
-    select(Node.id)
+    select(Node.id, Node.instance_info)
     .where(Node.id == bindparam("r_node"))
     .with_for_update(skip_locked=True)
 )
@@ -129,7 +136,7 @@ _LOCK_CANDIDATE = (
 #: session's lock timeout), so that a node another transaction only
 #: looked at, and then left, is not counted as taken.
 _LOCK_CANDIDATE_WAITING = (
-    select(Node.id)
+    select(Node.id, Node.instance_info)
     .where(Node.id == bindparam("r_node"))
     .with_for_update()
 )
@@ -156,6 +163,12 @@ _ALLOCATION_ACTIVE = (
             updated_at=bindparam("r_now"), last_error=None,
             funnel_error=None)
 )
+#: The compare-and-set activating an owned allocation that never waited
+#: in line (no lease to restart): the ownership check and the activation
+#: in one statement.  Matching no row sends the caller to the full check
+#: (:data:`_OWNED_ALLOCATION`): waited in line, not ours, or deleted.
+_ACTIVATE_OWNED = _ALLOCATION_ACTIVE.where(
+    *_OWNED[2:], Allocation.queue_deadline.is_(None))
 #: An allocation that waited in line: its lease starts now.
 _ALLOCATION_ACTIVE_RELEASED_FROM_LINE = _ALLOCATION_ACTIVE.values(
     extra=bindparam("r_extra", type_=Allocation.extra.type))
@@ -187,12 +200,14 @@ def _take_node(filters: tuple[AnyFilter, ...], *extra: ColumnElement[bool]
 
 
 def _give_node(conn: Any, statement: Update, params: dict[str, Any],
-               traits: Sequence[str]) -> bool:
+               traits: Sequence[str], locked: Any = None) -> bool:
     """Run a :func:`_take_node` compare-and-set on a node locked by the
-    caller, recording ``traits`` in its ``instance_info``."""
+    caller, recording ``traits`` in its ``instance_info``.  ``locked``:
+    the (id, instance_info) row the caller's lock read, if it did."""
     # Read under the row lock, so no concurrent node update is lost when
     # the traits are merged in.
-    info = conn.scalar(_NODE_INSTANCE_INFO, params)
+    info = (conn.scalar(_NODE_INSTANCE_INFO, params) if locked is None
+            else locked[1])
     params["r_info"] = {**(info or {}), "traits": list(traits)}
     return rowcount(conn.execute(statement, params)) == 1
 
@@ -235,23 +250,22 @@ def reserve(
     }
     gone = Reservation.NODE_TAKEN
     try:
-        with db.write() as session:
-            conn = session.connection()
-            if conn.scalar(lock, params) is None:
+        with db.write_connection() as conn:
+            node = conn.execute(lock, params).first()
+            if node is None:
                 raise _Rollback()  # locked by another transaction, or gone
-            owned = conn.execute(_OWNED_ALLOCATION, params).first()
-            if owned is None:
-                exists = conn.scalar(_ALLOCATION_EXISTS, params) is not None
-                gone = (Reservation.NOT_OURS if exists
-                        else Reservation.ALLOCATION_DELETED)
+            owned = _owned_or_activated(conn, params)
+            if isinstance(owned, Reservation):
+                gone = owned
                 raise _Rollback()
             if waiting_before(conn, allocation_id, node_id,
                               request.resource_class, params["r_now"]):
                 raise _Rollback()  # promised to an earlier one in line
             if not _give_node(conn, _take_node(tuple(filters)), params,
-                              request.traits):
+                              request.traits, node):
                 raise _Rollback()
-            conn.execute(*_activation(owned, params))
+            if owned is not None:
+                conn.execute(*_activation(owned, params))
     except _Rollback:
         return gone
     except DBAPIError as exc:
@@ -259,6 +273,21 @@ def reserve(
             raise
         return Reservation.NODE_TAKEN
     return Reservation.RESERVED
+
+
+def _owned_or_activated(conn: Any, params: dict[str, Any]) -> Any:
+    """Check that the allocation is still this worker's to settle, with
+    its row locked (after the node's: the one lock order).  None: it was
+    activated by the one compare-and-set (rolled back with the
+    transaction if the node is not given); a row: it waited in line, and
+    :func:`_activation` activates it; a :class:`Reservation`: stop."""
+    if rowcount(conn.execute(_ACTIVATE_OWNED, params)) == 1:
+        return None
+    owned = conn.execute(_OWNED_ALLOCATION, params).first()
+    if owned is not None:
+        return owned
+    exists = conn.scalar(_ALLOCATION_EXISTS, params) is not None
+    return Reservation.NOT_OURS if exists else Reservation.ALLOCATION_DELETED
 
 
 def _activation(owned: Any, params: dict[str, Any]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -168,6 +168,28 @@ def order_candidates(
             order.remove(named[0])
             order.insert(0, named[0])
     return order
+
+
+def candidate_order(
+    candidates: Sequence[Candidate],
+    name: str | None,
+    draw: Callable[[int], int],
+) -> Iterator[Candidate]:
+    """:func:`order_candidates` one node at a time: a node named like the
+    allocation first, then the rest in random order, each picked by
+    ``draw(n)`` (a random index below ``n``) only when it is asked for,
+    so an attempt that wins on its first node draws once, not once per
+    candidate."""
+    rest = list(candidates)
+    if name is not None:
+        for index, candidate in enumerate(rest):
+            if candidate.name == name:
+                yield rest.pop(index)
+                break
+    while rest:
+        index = draw(len(rest))
+        rest[index], rest[-1] = rest[-1], rest[index]
+        yield rest.pop()
 
 
 def failure_message(allocation_uuid: str, reason: str) -> str:

@@ -360,6 +360,38 @@ class Database:
             finally:
                 conn.info.pop("immediate", None)
 
+    @contextlib.contextmanager
+    def read_connection(self) -> Iterator[Connection]:
+        """:meth:`read` without the ORM session: a short read-only
+        transaction on a Core connection (for paths that run prebuilt
+        statements and load no objects)."""
+        with self.engine.connect() as conn, conn.begin():
+            yield conn
+
+    @contextlib.contextmanager
+    def write_connection(self) -> Iterator[Connection]:
+        """:meth:`write` without the ORM session: the same in-process
+        lock and ``BEGIN IMMEDIATE`` on SQLite, the same
+        :class:`CommitOutcomeUnknown` elsewhere, on a Core connection."""
+        if not self.is_sqlite:
+            committing = False
+            try:
+                with self.engine.connect() as conn, conn.begin():
+                    yield conn
+                    committing = True
+            except DBAPIError as exc:
+                if committing and is_unavailable(exc):
+                    raise CommitOutcomeUnknown(short_reason(exc)) from exc
+                raise
+            return
+        with self._write_lock, self.engine.connect() as conn:
+            conn.info["immediate"] = True
+            try:
+                with conn.begin():
+                    yield conn
+            finally:
+                conn.info.pop("immediate", None)
+
     def dispose(self) -> None:
         """Close pooled connections."""
         self.engine.dispose()

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import ColumnElement
-from sqlalchemy.orm import Session
+from sqlalchemy.engine import Connection
 
 from baremetal_allocclient.server.allocation import (
     matching,
@@ -123,21 +123,19 @@ class DatabaseBackend:
         # A waiting allocation is tried again on the next queue round.
         rounds = 1 if job.queue_deadline is not None else SEARCH_ROUNDS
         for round_ in range(rounds):
-            with self._db.read() as session:
-                top = self._highest_node_id(session)
+            with self._db.read_connection() as conn:
+                top = self._highest_node_id(conn)
                 with self._rng_lock:
                     pivot = self._rng.randint(1, max(top, 1))
                 found = matching.candidate_window(
-                    session, job.request, filters, pivot
+                    conn, job.request, filters, pivot
                 )
             if not found:
                 if job.queue_deadline is not None:
                     return no_node(self._db, job, "")
                 return fail(self._db, job, explain(self._db, job, tried))
-            with self._rng_lock:
-                order = selection.order_candidates(
-                    found, job.request.preferred_name, self._rng
-                )
+            order = selection.candidate_order(
+                found, job.request.preferred_name, self._draw)
             for candidate in order:
                 now = utcnow()
                 outcome = reservation.reserve(
@@ -151,17 +149,22 @@ class DatabaseBackend:
                     return Settled(ACTIVE, candidate.uuid, None, now)
                 if outcome is not reservation.Reservation.NODE_TAKEN:
                     return None  # deleted, taken over or settled
-            tried = len(order)
+            tried = len(found)
         if job.queue_deadline is not None:
             return no_node(self._db, job, "")
         # Say why as of now: usually concurrent requests took every match.
         return fail(self._db, job, explain(self._db, job, tried))
 
-    def _highest_node_id(self, session: Session) -> int:
+    def _draw(self, below: int) -> int:
+        """A random index below ``below`` (the generator is shared)."""
+        with self._rng_lock:
+            return self._rng.randrange(below)
+
+    def _highest_node_id(self, conn: Connection) -> int:
         """The highest node id, read at most once per TOP_ID_TTL."""
         now = time.monotonic()
         if now >= self._top_id_expires:
-            self._top_id = matching.highest_node_id(session)
+            self._top_id = matching.highest_node_id(conn)
             self._top_id_expires = now + TOP_ID_TTL
         return self._top_id
 

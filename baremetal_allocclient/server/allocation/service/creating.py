@@ -154,30 +154,15 @@ def store(db: Database, workers: AllocationWorkers, new: NewAllocation,
         )
     stored = False
     try:
-        with db.write() as session:
-            candidates = resolve_candidates(session, who,
-                                            new.candidate_nodes)
-            # A duplicate name is left to the unique index: checking
-            # first would cost every creation a query.
-            check_unique(session, new.uuid, None)
-            allocation = Allocation(
-                uuid=uuid,
-                name=new.name,
-                state=ALLOCATING,
-                resource_class=new.resource_class,
-                traits=new.traits,
-                candidate_nodes=candidates,
-                extra=new.extra,
-                owner=new.owner,
-                constraints=new.constraints,
-                conductor_affinity=workers.affinity,
-                queue_deadline=new.queue_deadline,
-                created_at=new.created_at,
-            )
-            failed = _instance_in_use(session, new.uuid)
-            if failed:
-                allocation.state, allocation.last_error = ERROR, failed
-            reservation.insert_allocation(session, allocation)
+        if new.candidate_nodes or new.uuid is not None:
+            with db.write() as session:
+                allocation = _row(new, uuid, workers.affinity,
+                                  *_checked(session, who, new))
+                reservation.insert_allocation(session, allocation)
+        else:  # nothing to look up: no ORM session
+            with db.write_connection() as conn:
+                allocation = _row(new, uuid, workers.affinity, [], None)
+                reservation.insert_allocation(conn, allocation)
         stored = True
     except IntegrityError:
         raise _duplicate(db, uuid, new.name) from None
@@ -187,6 +172,41 @@ def store(db: Database, workers: AllocationWorkers, new: NewAllocation,
     finally:
         if not stored or allocation.state == ERROR:
             workers.release_slot()
+    return allocation
+
+
+def _checked(session: Session, who: Principal, new: NewAllocation
+             ) -> tuple[list[str], str | None]:
+    """The reads before an insert: the candidates' UUIDs (400 for a
+    missing one), a clear 409 for a given UUID in use, and why the
+    allocation fails at once (its UUID already a node's instance)."""
+    candidates = resolve_candidates(session, who, new.candidate_nodes)
+    # A duplicate name is left to the unique index: checking first
+    # would cost every creation a query.
+    check_unique(session, new.uuid, None)
+    return candidates, _instance_in_use(session, new.uuid)
+
+
+def _row(new: NewAllocation, uuid: str, affinity: str,
+         candidates: list[str], failed: str | None) -> Allocation:
+    """The allocation to insert: ``allocating``, or ``error`` saying
+    ``failed``."""
+    allocation = Allocation(
+        uuid=uuid,
+        name=new.name,
+        state=ALLOCATING,
+        resource_class=new.resource_class,
+        traits=new.traits,
+        candidate_nodes=candidates,
+        extra=new.extra,
+        owner=new.owner,
+        constraints=new.constraints,
+        conductor_affinity=affinity,
+        queue_deadline=new.queue_deadline,
+        created_at=new.created_at,
+    )
+    if failed:
+        allocation.state, allocation.last_error = ERROR, failed
     return allocation
 
 

@@ -10,13 +10,13 @@ applied.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 from unittest import mock
 
 import pymysql
 import testtools
 from sqlalchemy.exc import OperationalError
-from sqlalchemy.orm import Session
 from werkzeug.test import Client
 
 from baremetal_allocclient.server.allocation import commit_check
@@ -41,6 +41,7 @@ class LostCommitTests(testtools.TestCase):
         super().setUp()
         self.db = self.useFixture(SQLiteDatabase()).db
         self.real_write = self.db.write
+        self.real_write_connection = self.db.write_connection
         workers = AllocationWorkers(self.db, "test", workers=1, backlog=4)
         self.addCleanup(workers.shutdown)
         hardware = FakeHardware(self.db, step_delay=0.01)
@@ -49,28 +50,32 @@ class LostCommitTests(testtools.TestCase):
             Application(Services(self.db, workers, hardware, "test")))
 
     def lose_commit(self, applied: bool) -> mock._patch[object]:
-        """The next write runs, is committed (or not), then reports a
-        lost connection while committing; later writes (the worker's)
-        are left alone."""
-        real_write = self.real_write
+        """The next write (through ``write`` or ``write_connection``)
+        runs, is committed (or not), then reports a lost connection while
+        committing; later writes (the worker's) are left alone."""
         calls = []
 
-        @contextlib.contextmanager
-        def write() -> Iterator[Session]:
-            calls.append(1)
-            if len(calls) > 1:
-                with real_write() as session:
-                    yield session
-                return
-            try:
-                with real_write() as session:
-                    yield session
-                    if not applied:
-                        raise _Rollback()
-            except _Rollback:
-                pass
-            raise CommitOutcomeUnknown("lost") from _LOST
-        return mock.patch.object(self.db, "write", side_effect=write)
+        def losing(real_write: Callable[[], contextlib.AbstractContextManager[
+                Any]]) -> Callable[[], Iterator[Any]]:
+            @contextlib.contextmanager
+            def write() -> Iterator[Any]:
+                calls.append(1)
+                if len(calls) > 1:
+                    with real_write() as session:
+                        yield session
+                    return
+                try:
+                    with real_write() as session:
+                        yield session
+                        if not applied:
+                            raise _Rollback()
+                except _Rollback:
+                    pass
+                raise CommitOutcomeUnknown("lost") from _LOST
+            return write
+        return mock.patch.multiple(
+            self.db, write=losing(self.real_write),
+            write_connection=losing(self.real_write_connection))
 
     def allocations(self) -> list[str]:
         body = self.client.get("/v1/allocations", headers=LATEST).json

@@ -134,3 +134,41 @@ class ConstraintFilterTests(testtools.TestCase):
                 node_name="p")).preferred_name)
         self.assertEqual("n", sel.Request("gold", name="n")
                          .preferred_name)
+
+
+class LazyOrderTests(testtools.TestCase):
+    def test_named_node_first_rest_in_random_order(self) -> None:
+        candidates = [sel.Candidate(i, f"node-{i}", f"uuid-{i}")
+                      for i in range(10)]
+        orders = set()
+        for seed in range(20):
+            rng = random.Random(seed)
+            order = [c.id for c in sel.candidate_order(
+                candidates, "node-7", rng.randrange)]
+            self.assertEqual(7, order[0])
+            self.assertEqual(sorted(order), list(range(10)))
+            orders.add(tuple(order))
+        self.assertGreater(len(orders), 1)
+
+    def test_draws_only_for_the_nodes_asked_for(self) -> None:
+        candidates = [sel.Candidate(i, None, f"uuid-{i}") for i in range(32)]
+        draws: list[int] = []
+
+        def draw(below: int) -> int:
+            draws.append(below)
+            return below - 1
+
+        order = sel.candidate_order(candidates, None, draw)
+        self.assertEqual(31, next(order).id)
+        self.assertEqual([32], draws)
+        self.assertEqual(30, next(order).id)
+        self.assertEqual([32, 31], draws)
+
+    def test_no_name_match_and_no_candidates(self) -> None:
+        candidates = [sel.Candidate(1, None, "u1"),
+                      sel.Candidate(2, "a", "u2")]
+        order = list(sel.candidate_order(candidates, "zzz",
+                                         random.Random(3).randrange))
+        self.assertEqual({1, 2}, {c.id for c in order})
+        self.assertEqual(2, len(order))
+        self.assertEqual([], list(sel.candidate_order([], "x", min)))
