@@ -320,13 +320,6 @@ class Database:
             yield session
 
     @contextlib.contextmanager
-    def read_rows(self) -> Iterator[Connection]:
-        """A short read-only transaction on a bare connection, without
-        an ORM session: for reads that build no ORM objects."""
-        with self.engine.connect() as conn:
-            yield conn
-
-    @contextlib.contextmanager
     def write(self) -> Iterator[Session]:
         """A write transaction that cannot fail with "database is locked".
 
@@ -348,15 +341,22 @@ class Database:
                     raise CommitOutcomeUnknown(short_reason(exc)) from exc
                 raise
             return
+        with (
+            self._immediate_connection() as conn,
+            Session(bind=conn, expire_on_commit=False) as session,
+            session.begin(),
+        ):
+            session.info[WRITE] = True
+            yield session
+
+    @contextlib.contextmanager
+    def _immediate_connection(self) -> Iterator[Connection]:
+        """SQLite: a connection whose next transaction is ``BEGIN
+        IMMEDIATE``, held under this process's write lock."""
         with self._write_lock, self.engine.connect() as conn:
             conn.info["immediate"] = True
             try:
-                with (
-                    Session(bind=conn, expire_on_commit=False) as session,
-                    session.begin(),
-                ):
-                    session.info[WRITE] = True
-                    yield session
+                yield conn
             finally:
                 conn.info.pop("immediate", None)
 
@@ -364,7 +364,8 @@ class Database:
     def read_connection(self) -> Iterator[Connection]:
         """:meth:`read` without the ORM session: a short read-only
         transaction on a Core connection (for paths that run prebuilt
-        statements and load no objects)."""
+        statements and build no ORM objects: the poll, the list, the
+        candidate window)."""
         with self.engine.connect() as conn, conn.begin():
             yield conn
 
@@ -384,13 +385,8 @@ class Database:
                     raise CommitOutcomeUnknown(short_reason(exc)) from exc
                 raise
             return
-        with self._write_lock, self.engine.connect() as conn:
-            conn.info["immediate"] = True
-            try:
-                with conn.begin():
-                    yield conn
-            finally:
-                conn.info.pop("immediate", None)
+        with self._immediate_connection() as conn, conn.begin():
+            yield conn
 
     def dispose(self) -> None:
         """Close pooled connections."""

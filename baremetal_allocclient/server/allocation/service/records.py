@@ -76,7 +76,7 @@ def list_page(db: Database, asked: Listing) -> Sequence[Row[Any]]:
 def read(db: Database, find: Callable[[Connection], _Read]) -> _Read:
     """What ``find`` reads on a bare connection (an allocation's row and
     its node's UUID), in a read transaction."""
-    with db.read_rows() as conn:
+    with db.read_connection() as conn:
         return find(conn)
 
 
