@@ -17,7 +17,7 @@ import contextlib
 import os
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 from alembic import command
 from alembic.config import Config
@@ -249,6 +249,36 @@ def _mariadb_idle_timeout(engine: Engine) -> None:
             cur.close()
 
 
+_T = TypeVar("_T")
+
+
+@contextlib.contextmanager
+def _commit_outcome_reported(
+        transaction: contextlib.AbstractContextManager[_T]) -> Iterator[_T]:
+    """Run ``transaction``; a connection lost while it commits raises
+    :class:`CommitOutcomeUnknown` (the commit may or may not have been
+    applied), any other error as it is."""
+    committing = False
+    try:
+        with transaction as value:
+            yield value
+            committing = True
+    except DBAPIError as exc:
+        if committing and is_unavailable(exc):
+            raise CommitOutcomeUnknown(short_reason(exc)) from exc
+        raise
+
+
+@contextlib.contextmanager
+def _session_transaction(bind: Engine | Connection) -> Iterator[Session]:
+    """An ORM session in one transaction, committed when the block ends."""
+    with (
+        Session(bind, expire_on_commit=False) as session,
+        session.begin(),
+    ):
+        yield session
+
+
 class Database:
     """Owns the engine and hands out read and write transactions."""
 
@@ -327,24 +357,14 @@ class Database:
         raises :class:`CommitOutcomeUnknown` (SQLite commits locally: its
         failed commits are rolled back)."""
         if not self.is_sqlite:
-            committing = False
-            try:
-                with (
-                    Session(self.engine, expire_on_commit=False) as session,
-                    session.begin(),
-                ):
-                    session.info[WRITE] = True
-                    yield session
-                    committing = True
-            except DBAPIError as exc:
-                if committing and is_unavailable(exc):
-                    raise CommitOutcomeUnknown(short_reason(exc)) from exc
-                raise
+            with _commit_outcome_reported(_session_transaction(self.engine)) \
+                    as session:
+                session.info[WRITE] = True
+                yield session
             return
         with (
             self._immediate_connection() as conn,
-            Session(bind=conn, expire_on_commit=False) as session,
-            session.begin(),
+            _session_transaction(conn) as session,
         ):
             session.info[WRITE] = True
             yield session
@@ -362,10 +382,10 @@ class Database:
 
     @contextlib.contextmanager
     def read_connection(self) -> Iterator[Connection]:
-        """:meth:`read` without the ORM session: a short read-only
-        transaction on a Core connection (for paths that run prebuilt
-        statements and build no ORM objects: the poll, the list, the
-        candidate window)."""
+        """:meth:`read` without the ORM session: a short transaction on a
+        Core connection (for paths that run prebuilt statements and build
+        no ORM objects: the poll, the list, the candidate window; and,
+        inside :meth:`write_connection`, the writes of a reservation)."""
         with self.engine.connect() as conn, conn.begin():
             yield conn
 
@@ -375,15 +395,8 @@ class Database:
         lock and ``BEGIN IMMEDIATE`` on SQLite, the same
         :class:`CommitOutcomeUnknown` elsewhere, on a Core connection."""
         if not self.is_sqlite:
-            committing = False
-            try:
-                with self.engine.connect() as conn, conn.begin():
-                    yield conn
-                    committing = True
-            except DBAPIError as exc:
-                if committing and is_unavailable(exc):
-                    raise CommitOutcomeUnknown(short_reason(exc)) from exc
-                raise
+            with _commit_outcome_reported(self.read_connection()) as conn:
+                yield conn
             return
         with self._immediate_connection() as conn, conn.begin():
             yield conn
