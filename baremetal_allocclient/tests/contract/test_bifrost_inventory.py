@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from typing import Any
 
 from baremetal_allocclient.server.ironic import inventory
 from baremetal_allocclient.tests.contract import base
+from baremetal_allocclient.tests.fixtures import preforked
 from baremetal_allocclient.tests.functional import targets
 
 _DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)),
@@ -48,10 +48,9 @@ class BifrostInventoryContract(base.ContractMixin):
     def _enroll_reference(self, path: str, rc: str) -> None:
         server = os.path.join(os.path.dirname(sys.executable),
                               "baremetal-alloc-server")
-        proc = subprocess.run(
+        proc = preforked.run(
             [server, "enroll", "--db", self.target.db_url, "--fake-hardware",
-             "--default-resource-class", rc, path],
-            capture_output=True, text=True, timeout=120, check=False)
+             "--default-resource-class", rc, path], timeout=120)
         self.assertEqual(0, proc.returncode, proc.stderr)
         self.assertEqual("Enrolled 2 node(s)\n", proc.stdout)
         # What enrolling changed is said once, on stderr.

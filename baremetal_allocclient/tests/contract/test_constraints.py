@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from typing import Any, ClassVar
 
@@ -23,6 +22,7 @@ from baremetal_allocclient.constraints import (
     property_constraint,
 )
 from baremetal_allocclient.tests.contract import base
+from baremetal_allocclient.tests.fixtures import preforked
 from baremetal_allocclient.tests.functional import targets
 from baremetal_allocclient.v1.client import Client
 
@@ -236,13 +236,12 @@ class Constrained(base.ContractMixin):
         """Run one of this project's programs against the target; JSON."""
         prefix = (["baremetal", "allocation"] if program == "openstack"
                   else [])
-        proc = subprocess.run(
+        proc = preforked.run(
             [os.path.join(_BIN, program), "--os-auth-type", "none",
              "--os-endpoint", self.target.endpoint, *prefix, *args,
              "-f", "json"],
-            capture_output=True, text=True, timeout=120, check=False,
             env={k: v for k, v in os.environ.items()
-                 if not k.startswith("OS_")})
+                 if not k.startswith("OS_")}, timeout=120)
         self.assertEqual(0, proc.returncode, proc.stderr)
         return json.loads(proc.stdout)
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from typing import ClassVar
 
 import testtools
 
+from baremetal_allocclient.tests.fixtures import preforked
 from baremetal_allocclient.tests.functional import targets
 from baremetal_allocclient.tests.functional.cli import clirunner
 
@@ -54,11 +54,10 @@ class _OutputCase(testtools.TestCase):
 
     def cli(self, program: str, *args: str) -> str:
         """stdout of ``PROGRAM baremetal allocation ARGS`` (must succeed)."""
-        proc = subprocess.run(
+        proc = preforked.run(
             [program, "--os-auth-type", "none", "--os-endpoint",
              self.target.endpoint, "baremetal", "allocation", *args],
-            capture_output=True, text=True, timeout=180,
-            env=clirunner.clean_env(), check=False)
+            env=clirunner.clean_env(), timeout=180)
         self.assertEqual(0, proc.returncode,
                          f"{program} {args}: {proc.stderr}")
         return proc.stdout

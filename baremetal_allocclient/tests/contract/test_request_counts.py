@@ -23,6 +23,7 @@ from typing import Any
 import testtools
 from testtools.content import text_content
 
+from baremetal_allocclient.tests.fixtures import preforked
 from baremetal_allocclient.tests.functional import targets
 from baremetal_allocclient.tests.functional.counting_proxy import (
     CountingProxy,
@@ -61,9 +62,8 @@ class RequestCountTests(testtools.TestCase):
         def openstack(*args: str) -> subprocess.CompletedProcess[str]:
             argv = [f"{bin_dir}/openstack", "--os-auth-type", "none",
                     "--os-endpoint", proxy.endpoint, "baremetal", *args]
-            proc = subprocess.run(argv, capture_output=True, text=True,
-                                  timeout=180, env=targets._clean_env(),
-                                  check=False)
+            proc = preforked.run(argv, env=targets._clean_env(),
+                                 timeout=180)
             self.assertEqual(0, proc.returncode,
                              f"{target.name}: {args}: {proc.stderr}")
             return proc

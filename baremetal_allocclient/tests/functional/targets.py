@@ -36,6 +36,7 @@ import requests
 import testtools
 
 from baremetal_allocclient.server.ironic import interfaces
+from baremetal_allocclient.tests.fixtures import preforked
 from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
 from baremetal_allocclient.tests.fixtures.launcher import ServerProcess
 
@@ -428,9 +429,7 @@ class Target:
             "--os-auth-type", "none", "--os-endpoint", self.endpoint,
             *args,
         ]
-        proc = subprocess.run(
-            argv, capture_output=True, text=True, timeout=120,
-            env=_clean_env(), check=False)
+        proc = preforked.run(argv, env=_clean_env(), timeout=120)
         if check and proc.returncode != 0:
             raise AssertionError(
                 f"{self.name}: {' '.join(argv[1:])} exited "

@@ -19,6 +19,8 @@ from typing import Any
 
 import yaml
 
+from baremetal_allocclient.tests.fixtures import preforked
+
 BIN_DIR = os.path.dirname(sys.executable)
 STANDALONE = "baremetal-alloc"
 OPENSTACK = "openstack"
@@ -96,12 +98,7 @@ def run(
     timeout: float = 180,
 ) -> CliResult:
     """Run one command and return its result, whatever the exit code."""
-    proc = subprocess.run(
+    proc = preforked.run(
         argv_for(frontend, endpoint, args, global_args),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=clean_env(env),
-        check=False,
-    )
+        env=clean_env(env), timeout=timeout)
     return CliResult(proc)

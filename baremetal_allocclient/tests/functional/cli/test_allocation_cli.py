@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 import yaml
 
+from baremetal_allocclient.tests.fixtures import preforked
 from baremetal_allocclient.tests.functional import targets
 from baremetal_allocclient.tests.functional.cli import clirunner
 
@@ -500,13 +501,11 @@ class OpenstackCli(AllocationCliTests):
         )
         quiet = self.ok("list", "--resource-class", self.rc)
         self.assertEqual("", quiet.stderr)  # no duplicate-command warning
-        nodes = clirunner.subprocess.run(
+        nodes = preforked.run(
             [openstack, "--os-auth-type", "none", "--os-endpoint",
              self.target.endpoint, "baremetal", "node", "show",
              self.nodes[0], "-f", "value", "-c", "resource_class"],
-            capture_output=True, text=True, timeout=120, check=False,
-            env=clirunner.clean_env(),
-        )
+            env=clirunner.clean_env(), timeout=120)
         self.assertEqual(0, nodes.returncode, nodes.stderr)
         self.assertEqual(self.rc, nodes.stdout.strip())
 
@@ -531,10 +530,10 @@ class OpenstackCli(AllocationCliTests):
         eleven verbs once, in openstack.extension."""
         openstack = os.path.join(os.path.dirname(sys.executable),
                                  "openstack")
-        groups = json.loads(clirunner.subprocess.run(
-            [openstack, "command", "list", "-f", "json"],
-            capture_output=True, text=True, timeout=120, check=True,
-            env=clirunner.clean_env()).stdout)
+        listed = preforked.run([openstack, "command", "list", "-f", "json"],
+                               env=clirunner.clean_env(), timeout=120)
+        self.assertEqual(0, listed.returncode, listed.stderr)
+        groups = json.loads(listed.stdout)
         for group in groups:
             names = [n for n in group["Commands"]
                      if n.startswith("baremetal allocation ")]

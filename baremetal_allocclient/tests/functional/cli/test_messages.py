@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 
 import testtools
 
+from baremetal_allocclient.tests.fixtures import preforked
 from baremetal_allocclient.tests.functional import targets
 from baremetal_allocclient.tests.functional.cli import clirunner
 
@@ -94,11 +94,10 @@ class TestMessages(testtools.TestCase):
         self.assertEqual(["c-sort", "b-sort", "a-sort"], result.lines())
 
     def test_plugin_commands_in_command_list(self) -> None:
-        proc = subprocess.run(
+        proc = preforked.run(
             [os.path.join(clirunner.BIN_DIR, "openstack"), "command",
              "list", "--group", "openstack.extension", "-f", "json"],
-            capture_output=True, text=True, env=clirunner.clean_env(),
-            timeout=120, check=False)
+            env=clirunner.clean_env(), timeout=120)
         self.assertEqual(0, proc.returncode, proc.stderr)
         listed = {name for group in json.loads(proc.stdout)
                   for name in group["Commands"]}

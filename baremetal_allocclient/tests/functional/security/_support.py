@@ -20,6 +20,7 @@ from typing import Any
 import bcrypt
 import yaml
 
+from baremetal_allocclient.tests.fixtures import preforked
 from baremetal_allocclient.tests.fixtures.launcher import (
     ServerProcess,
     run_cli,
@@ -175,6 +176,5 @@ def command(name: str, args: Sequence[str], env: dict[str, str] | None = None,
     """Run a console script next to this interpreter (clean OS_* env)."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
     clean.update(env or {})
-    return subprocess.run([os.path.join(BIN_DIR, name), *args],
-                          capture_output=True, text=True, timeout=timeout,
-                          env=clean, check=False)
+    return preforked.run([os.path.join(BIN_DIR, name), *args], env=clean,
+                         timeout=timeout)

@@ -18,6 +18,7 @@ import requests
 import testtools
 
 from baremetal_allocclient import exceptions
+from baremetal_allocclient.tests.fixtures import preforked
 from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
 from baremetal_allocclient.tests.functional import targets
 from baremetal_allocclient.tests.functional.security import _support as sup
@@ -199,9 +200,8 @@ class TlsClientTests(testtools.TestCase):
         env = {k: v for k, v in os.environ.items()
                if not k.startswith("OS_")}
         env.update(extra_env or {})
-        return subprocess.run(
-            [os.path.join(bin_dir, command), *args], capture_output=True,
-            text=True, timeout=180, env=env, check=False)
+        return preforked.run([os.path.join(bin_dir, command), *args],
+                             env=env, timeout=180)
 
     def test_real_ironicclient_authenticates(self) -> None:
         ok = self._real("openstack", [

@@ -22,6 +22,7 @@ import testtools
 from sqlalchemy import create_engine
 from sqlalchemy.engine import make_url
 
+from baremetal_allocclient.tests.fixtures import preforked
 from baremetal_allocclient.tests.fixtures.launcher import (
     SERVER,
     free_port,
@@ -91,9 +92,8 @@ class _Base(testtools.TestCase):
     def run_server(
         self, *argv: str, **env: str
     ) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [SERVER, *argv], env={**self.env, **env}, capture_output=True,
-            text=True, timeout=120, check=False)
+        return preforked.run([SERVER, *argv], env={**self.env, **env},
+                             timeout=120)
 
     def serve(self, *argv: str, **env: str) -> _Serve:
         server = _Serve(list(argv), {**self.env, **env},
