@@ -127,7 +127,9 @@ class _OverrideWarningFilter(logging.Filter):
     """Drop cliff's duplicate-command warning for our command names.
 
     Our commands are in ``openstack.extension``, which loads last, so they
-    replace python-ironicclient's of the same names on purpose.
+    replace python-ironicclient's of the same names (and OpenStackClient's
+    ``command list``, see :mod:`baremetal_allocclient.osc.command_list`)
+    on purpose.
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
@@ -136,7 +138,7 @@ class _OverrideWarningFilter(logging.Filter):
             return True
         modules = str(args.get("modules", ""))
         return not (
-            args["name"] in COMMAND_NAMES
+            args["name"] in COMMAND_NAMES | {"command list"}
             and _OUR_MODULE_PREFIX in modules
         )
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -526,23 +527,34 @@ class OpenstackCli(AllocationCliTests):
         self.assertIn("baremetal-allocclient", capacity.stdout)
 
     def test_each_verb_listed_once(self) -> None:
-        """``openstack command list``: no name twice in a group, and our
-        eleven verbs once, in openstack.extension."""
+        """``openstack command list`` names each command once, under the
+        group that serves it: our eleven verbs in openstack.extension, and
+        python-ironicclient's registrations of the shared ones not at all,
+        in every format."""
         openstack = os.path.join(os.path.dirname(sys.executable),
                                  "openstack")
-        listed = preforked.run([openstack, "command", "list", "-f", "json"],
-                               env=clirunner.clean_env(), timeout=120)
-        self.assertEqual(0, listed.returncode, listed.stderr)
-        groups = json.loads(listed.stdout)
-        for group in groups:
-            names = [n for n in group["Commands"]
-                     if n.startswith("baremetal allocation ")]
-            self.assertEqual(len(names), len(set(names)), group)
+        for fmt in ("json", "table", "value"):
+            listed = preforked.run(
+                [openstack, "command", "list", "-f", fmt],
+                env=clirunner.clean_env(), timeout=120)
+            self.assertEqual(0, listed.returncode, listed.stderr)
+            self.assertEqual("", listed.stderr)
+            names = re.findall(r"baremetal allocation [a-z]+|command list",
+                               listed.stdout)
+            self.assertEqual(len(names), len(set(names)), fmt)
+            self.assertEqual(12, len(names), names)
+        groups = json.loads(preforked.run(
+            [openstack, "command", "list", "-f", "json"],
+            env=clirunner.clean_env(), timeout=120).stdout)
         ours = [name for group in groups
                 if group["Command Group"] == "openstack.extension"
                 for name in group["Commands"]
                 if name.startswith("baremetal allocation ")]
         self.assertEqual(11, len(ours), ours)
+        # python-ironicclient's other commands are still listed.
+        baremetal = [group["Commands"] for group in groups
+                     if group["Command Group"] == "openstack.baremetal.v1"]
+        self.assertIn("baremetal node list", baremetal[0])
 
 
 globals().update(targets.per_target(StandaloneCli))
