@@ -50,7 +50,7 @@ class LayoutTest(testtools.TestCase):
     def test_the_graph_is_read(self) -> None:
         # The checks below would pass on an empty graph.
         self.assertIn(f"{ALLOCATION}.handlers.allocations", GRAPH)
-        self.assertIn(RELEASE_ENTRY, GRAPH[f"{IRONIC}.handlers.nodes"])
+        self.assertIn(RELEASE_ENTRY, GRAPH[f"{IRONIC}.service.nodes"])
         self.assertIn(UNDEPLOY_SEAM, GRAPH[f"{ALLOCATION}.lease_expiry"])
 
     def test_ironic_reaches_allocation_only_through_release(self) -> None:
