@@ -25,8 +25,12 @@ from baremetal_allocclient.server.api import (
 )
 from baremetal_allocclient.server.api.errors import (
     ApiError,
-    bad_request,
     not_found,
+)
+from baremetal_allocclient.server.api.node_lookup import (
+    NodeScope,
+    visible,
+    visible_node,
 )
 from baremetal_allocclient.server.db import lookups
 from baremetal_allocclient.server.db.engine import Database
@@ -110,26 +114,16 @@ def empty_response(status: int) -> Response:
     return response
 
 
+def node_scope(ctx: Context) -> NodeScope:
+    """Who the request is from, and whether its version lets it name a
+    node (from 1.5): what finding a node needs of the request."""
+    return NodeScope(who=policy.principal(ctx),
+                     names=ctx.minor >= versions.NODE_NAME)
+
+
 def find_node(ctx: Context, session: Session, ident: str) -> Node:
     """A node by UUID or (from 1.5) name; 404 when missing."""
-    ident = schemas.canonical_uuid(ident)
-    if schemas.is_uuid_like(ident):
-        node = lookups.node_by_ident(session, ident, by_uuid=True)
-    elif ctx.minor >= versions.NODE_NAME:
-        if not schemas.is_valid_name(ident):
-            raise bad_request(
-                f"Expected a logical name or UUID but received {ident}."
-            )
-        node = lookups.node_by_ident(session, ident, by_uuid=False)
-    else:
-        node = None
-    if node is None or not _visible(ctx, node):
-        raise not_found(f"Node {ident} could not be found.")
-    return node
-
-
-def _visible(ctx: Context, node: Node) -> bool:
-    return policy.node_visible(policy.principal(ctx), node.owner, node.lessee)
+    return visible_node(session, node_scope(ctx), ident)
 
 
 def find_allocation(
@@ -201,6 +195,6 @@ def node_as_filter_argument(
     node = lookups.node_by_ident(
         session, ident, by_uuid=schemas.is_uuid_like(ident), lock=False
     )
-    if node is None or not _visible(ctx, node):
+    if node is None or not visible(policy.principal(ctx), node):
         raise ApiError(400, f"Node {ident} could not be found.")
     return node

@@ -11,26 +11,24 @@ from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
 from baremetal_allocclient.server.api import listing, policy, schemas
-from baremetal_allocclient.server.api.context import (
-    Context,
-    find_node,
-)
+from baremetal_allocclient.server.api.auth import Principal
 from baremetal_allocclient.server.api.errors import (
     ApiError,
     bad_request,
     conflict,
     not_found,
 )
+from baremetal_allocclient.server.api.node_lookup import (
+    NodeScope,
+    visible,
+    visible_node,
+)
 from baremetal_allocclient.server.db.engine import WRITE
 from baremetal_allocclient.server.db.models import Node, Port
 
 
-def _visible(ctx: Context, node: Node) -> bool:
-    return policy.node_visible(policy.principal(ctx), node.owner, node.lessee)
-
-
 def find_port(
-    ctx: Context, session: Session, ident: str
+    session: Session, who: Principal, ident: str
 ) -> tuple[Port, Node]:
     """A port by UUID with its node (locked in a write); 404 when missing
     or on a node the caller may not see.  Ports have no names below 1.88,
@@ -46,7 +44,7 @@ def find_port(
     node = None
     if port is not None:
         node = _locked(session, select(Node).where(Node.id == port.node_id))
-    if port is None or node is None or not _visible(ctx, node):
+    if port is None or node is None or not visible(who, node):
         raise not_found(f"Port {ident} could not be found.")
     if session.info.get(WRITE):  # node, then port: the one lock order
         session.refresh(port, with_for_update=True)
@@ -62,12 +60,12 @@ def _locked(session: Session, query: Select[Any]) -> Node | None:
     return node
 
 
-def node_for_port(ctx: Context, session: Session, ident: str) -> Node:
+def node_for_port(session: Session, who: Principal, ident: str) -> Node:
     """The node a body names; missing (or hidden) is a 400."""
     ident = schemas.canonical_uuid(ident)
     column = Node.uuid if schemas.is_uuid_like(ident) else Node.name
     node = _locked(session, select(Node).where(column == ident))
-    if node is None or not _visible(ctx, node):
+    if node is None or not visible(who, node):
         raise bad_request(f"Node {ident} could not be found.")
     return node
 
@@ -85,18 +83,16 @@ def check_unique(
         raise conflict(f"A port with UUID {uuid} already exists.")
 
 
-def _filtered(
-    ctx: Context, session: Session, node_ident: str | None
-) -> Any:
+def _filtered(session: Session, scope: NodeScope, node_ident: str | None,
+              address: str | None) -> Any:
     query: Any = select(Port, Node.uuid).join(
         Node, Node.id == Port.node_id)
-    visible = policy.node_filter(policy.principal(ctx))
-    if visible is not None:
-        query = query.where(visible)
+    shown = policy.node_filter(scope.who)
+    if shown is not None:
+        query = query.where(shown)
     if node_ident is not None:
-        node = find_node(ctx, session, node_ident)
+        node = visible_node(session, scope, node_ident)
         query = query.where(Port.node_id == node.id)
-    address = ctx.query("address")
     if address is not None:
         mac = schemas.normalize_mac(address)
         if mac is None:
@@ -107,34 +103,36 @@ def _filtered(
 
 
 def _marker(
-    ctx: Context, session: Session, page: listing.Page
+    session: Session, who: Principal, page: listing.Page, ident: str | None
 ) -> tuple[Any, int] | None:
-    ident = ctx.query("marker")
     if ident is None:
         return None
     if not schemas.is_uuid_like(ident):
         raise bad_request(f"Expected UUID for marker: {ident}")
-    port, _node = find_port(ctx, session, ident)
+    port, _node = find_port(session, who, ident)
     return getattr(port, page.sort_key), port.id
 
 
-def patched_node(ctx: Context, session: Session, node_uuid: str) -> Node:
+def patched_node(session: Session, who: Principal, node_uuid: str) -> Node:
     """The node a patch moves a port to; a missing one is a 400."""
     try:
-        return node_for_port(ctx, session, node_uuid)
+        return node_for_port(session, who, node_uuid)
     except ApiError:
         raise bad_request(
             f"Unable to apply the requested node_uuid '{node_uuid}'. "
             f"Requested value was invalid.") from None
 
 
-def page_of_ports(ctx: Context, session: Session, node_ident: str | None,
-                  page: listing.Page) -> list[tuple[Port, str]]:
-    """(port, its node's UUID) of the page the request selects."""
-    query = _filtered(ctx, session, node_ident)
-    marker = _marker(ctx, session, page)
+def page_of_ports(
+    session: Session, scope: NodeScope, page: listing.Page,
+    node_ident: str | None, address: str | None, marker: str | None,
+) -> list[tuple[Port, str]]:
+    """(port, its node's UUID) of one page: the ports of the node named
+    (if any) with this MAC address (if any), after the ``marker`` port."""
+    query = _filtered(session, scope, node_ident, address)
+    after = _marker(session, scope.who, page, marker)
     query = listing.order_and_page(
-        query, page, getattr(Port, page.sort_key), Port.id, marker)
+        query, page, getattr(Port, page.sort_key), Port.id, after)
     return [(row[0], row[1]) for row in session.execute(query)]
 
 

@@ -12,25 +12,20 @@ from typing import Any
 
 from werkzeug.wrappers import Response
 
-from baremetal_allocclient.server import node_states as ns
 from baremetal_allocclient.server.api import schemas
 from baremetal_allocclient.server.api.context import (
     Context,
     empty_response,
-    find_node,
+    node_scope,
 )
 from baremetal_allocclient.server.api.errors import (
     bad_request,
-    conflict,
     not_found,
 )
-from baremetal_allocclient.server.db.models import utcnow
+from baremetal_allocclient.server.ironic.service import management
 
 SINCE = 76
 BOOT_MODES = ("bios", "uefi")
-#: Ironic's UNSTABLE_STATES that this server's state machine has.
-_TRANSITIONING = (ns.DEPLOYING, ns.CLEANING, ns.VERIFYING, ns.DELETING,
-                  ns.INSPECTING, ns.INSPECT_WAIT)
 #: The request body: ``{"target": ...}``, the target checked by the
 #: handlers in Ironic's order and wording.
 BODY: dict[str, Any] = {"type": ["object", "null"],
@@ -45,23 +40,16 @@ def _target(ctx: Context) -> object:
 
 def _fail_on_fake_hardware(ctx: Context, ident: str, invalid: str | None,
                            last_error: str) -> Response:
-    """The checks Ironic makes after finding the node, then the failure
-    fake-hardware reports."""
-    with ctx.services.db.write() as session:
-        node = find_node(ctx, session, ident)
-        if ctx.minor < SINCE:
-            raise not_found("This endpoint is supported starting with the "
+    """The checks Ironic makes after finding the node (the version, then
+    the target), then the failure fake-hardware reports."""
+    refusal = None
+    if ctx.minor < SINCE:
+        refusal = not_found("This endpoint is supported starting with the "
                             f"API version 1.{SINCE}")
-        if invalid is not None:
-            raise bad_request(invalid)
-        if node.provision_state in _TRANSITIONING:
-            raise conflict(
-                f"Node is in {node.provision_state} state. Since node is "
-                "transitioning, the boot mode will not be set as this may "
-                "interfere with ongoing changes and result in erroneous "
-                "modification. Try again later.")
-        node.last_error = last_error
-        node.updated_at = utcnow()
+    elif invalid is not None:
+        refusal = bad_request(invalid)
+    management.fail_boot_change(ctx.services.db, node_scope(ctx), ident,
+                                refusal, last_error)
     response = empty_response(202)
     response.headers["Location"] = f"{ctx.base_url}/v1/nodes/{ident}/states"
     return response

@@ -7,11 +7,9 @@ import uuid as uuidlib
 from collections.abc import Sequence
 from typing import Any
 
-import jsonpatch
 from werkzeug.wrappers import Response
 
 from baremetal_allocclient.server import node_states as ns
-from baremetal_allocclient.server.allocation.service import releasing
 from baremetal_allocclient.server.api import (
     extensions,
     listing,
@@ -22,18 +20,14 @@ from baremetal_allocclient.server.api import (
 from baremetal_allocclient.server.api.context import (
     Context,
     empty_response,
-    find_node,
     json_response,
+    node_scope,
 )
 from baremetal_allocclient.server.api.errors import (
-    ApiError,
     bad_request,
-    conflict,
     not_acceptable,
     not_found,
 )
-from baremetal_allocclient.server.db import lookups
-from baremetal_allocclient.server.db.engine import duplicates_refused
 from baremetal_allocclient.server.db.models import (
     Node,
     utcnow,
@@ -41,9 +35,10 @@ from baremetal_allocclient.server.db.models import (
 from baremetal_allocclient.server.ironic import (
     interfaces,
     node_changes,
-    node_listing,
+    node_filters,
     node_rows,
 )
+from baremetal_allocclient.server.ironic.service import nodes as service
 
 _FIELD_SINCE = dict(views.NODE_FIELDS)
 # -- helpers -------------------------------------------------------------
@@ -116,11 +111,10 @@ def list_nodes(ctx: Context, detail: bool = False) -> Response:
         ),
         sort_dir=listing.parse_sort_dir(ctx.query("sort_dir")),
     )
-    with ctx.services.db.read() as session:
-        nodes = node_listing.page_of_nodes(ctx, session, page,
-                                           ctx.query("marker"))
-        items = _render_many(ctx, nodes, node_rows.related(session, nodes),
-                             None if detail else fields)
+    filters = node_filters.parse(ctx)
+    nodes, related = service.list_page(
+        ctx.services.db, node_scope(ctx), filters, page, ctx.query("marker"))
+    items = _render_many(ctx, nodes, related, None if detail else fields)
     body: dict[str, Any] = {"nodes": items}
     resource = "nodes/detail" if detail and ctx.request.path.endswith(
         "/detail") else "nodes"
@@ -131,6 +125,43 @@ def list_nodes(ctx: Context, detail: bool = False) -> Response:
     if link:
         body["next"] = link
     return json_response(body)
+
+
+def _columns(ctx: Context, body: dict[str, Any], uuid: str,
+             instance_uuid: str | None) -> dict[str, Any]:
+    """A new node's stored fields from its checked body (but its
+    parent, which the service resolves)."""
+    return dict(
+        uuid=uuid,
+        name=body.get("name"),
+        driver=node_changes.DRIVER,
+        resource_class=body.get("resource_class"),
+        provision_state=ns.initial_state(ctx.minor),
+        maintenance=bool(body.get("maintenance")),
+        owner=body.get("owner"),
+        lessee=body.get("lessee"),
+        description=body.get("description"),
+        instance_uuid=instance_uuid,
+        instance_info=body.get("instance_info") or {},
+        properties=body.get("properties") or {},
+        extra=body.get("extra") or {},
+        driver_info=body.get("driver_info") or {},
+        driver_internal_info={},
+        network_data=body.get("network_data") or {},
+        automated_clean=body.get("automated_clean"),
+        protected=False,
+        retired=bool(body.get("retired")),
+        retired_reason=body.get("retired_reason"),
+        conductor_group=(body.get("conductor_group") or "").lower(),
+        shard=body.get("shard"),
+        disable_power_off=bool(body.get("disable_power_off")),
+        instance_name=body.get("instance_name"),
+        console_enabled=bool(body.get("console_enabled")),
+        boot_mode=body.get("boot_mode"),
+        secure_boot=schemas.secure_boot_value(body.get("secure_boot")),
+        **{field: body.get(field) for field in interfaces.INTERFACES},
+        created_at=utcnow(),
+    )
 
 
 def create_node(ctx: Context) -> Response:
@@ -159,57 +190,10 @@ def create_node(ctx: Context) -> Response:
     uuid = schemas.canonical_uuid(uuid)
     if instance_uuid is not None:
         instance_uuid = schemas.canonical_uuid(instance_uuid)
-    now = utcnow()
-
-    def duplicate() -> ApiError:  # a race lost to another create
-        return conflict(f"A node with UUID {uuid}, name {name} or instance "
-                        f"{instance_uuid} already exists.")
-
-    with duplicates_refused(duplicate), ctx.services.db.write() as session:
-        if lookups.node_by_ident(session, uuid, True, lock=False):
-            raise conflict(f"A node with UUID {uuid} already exists.")
-        if name is not None and lookups.node_by_ident(
-            session, name, False, lock=False
-        ):
-            raise conflict(f"A node with name {name} already exists.")
-        parent = node_changes.parent_uuid(session, body.get("owner"),
-                                          body.get("parent_node"))
-        node = Node(
-            uuid=uuid,
-            name=name,
-            driver=node_changes.DRIVER,
-            resource_class=body.get("resource_class"),
-            provision_state=ns.initial_state(ctx.minor),
-            maintenance=bool(body.get("maintenance")),
-            owner=body.get("owner"),
-            lessee=body.get("lessee"),
-            description=body.get("description"),
-            instance_uuid=instance_uuid,
-            instance_info=body.get("instance_info") or {},
-            properties=body.get("properties") or {},
-            extra=body.get("extra") or {},
-            driver_info=body.get("driver_info") or {},
-            driver_internal_info={},
-            network_data=body.get("network_data") or {},
-            automated_clean=body.get("automated_clean"),
-            protected=False,
-            retired=bool(body.get("retired")),
-            retired_reason=body.get("retired_reason"),
-            conductor_group=(body.get("conductor_group") or "").lower(),
-            shard=body.get("shard"),
-            parent_node=parent,
-            disable_power_off=bool(body.get("disable_power_off")),
-            instance_name=body.get("instance_name"),
-            console_enabled=bool(body.get("console_enabled")),
-            boot_mode=body.get("boot_mode"),
-            secure_boot=schemas.secure_boot_value(
-                body.get("secure_boot")),
-            **{field: body.get(field) for field in interfaces.INTERFACES},
-            created_at=now,
-        )
-        node_rows.add_node(session, node)
-        result = _render(ctx, node, node_rows.related(session, [node]))
-    response = json_response(result, 201)
+    node, related = service.create(
+        ctx.services.db, _columns(ctx, body, uuid, instance_uuid),
+        body.get("parent_node"))
+    response = json_response(_render(ctx, node, related), 201)
     response.headers["Location"] = f"{ctx.base_url}/v1/nodes/{uuid}"
     return response
 
@@ -218,10 +202,8 @@ def get_node(ctx: Context, ident: str) -> Response:
     """GET /v1/nodes/{ident}."""
     fields = listing.parse_fields(ctx.query("fields"))
     views.check_node_fields(fields, ctx.minor)
-    with ctx.services.db.read() as session:
-        node = find_node(ctx, session, ident)
-        return json_response(_render_many(
-            ctx, [node], node_rows.related(session, [node]), fields)[0])
+    node, related = service.show(ctx.services.db, node_scope(ctx), ident)
+    return json_response(_render_many(ctx, [node], related, fields)[0])
 
 
 # -- update and delete ---------------------------------------------------
@@ -253,40 +235,15 @@ def update_node(ctx: Context, ident: str) -> Response:
             )
         roots.append(root)
     _check_version_fields(ctx, roots)
-    with ctx.services.db.write() as session:
-        node = find_node(ctx, session, ident)
-        before = node_changes.patchable(node)
-        try:
-            after = jsonpatch.apply_patch(before, patch)
-        except (jsonpatch.JsonPatchException,
-                jsonpatch.JsonPointerException) as exc:
-            raise bad_request(f"Invalid patch: {exc}") from None
-        if not isinstance(after, dict):
-            raise bad_request("Invalid patch: the node must stay an object")
-        after = node_changes.with_defaults(after)
-        schemas.validate(after, _patch_schema(ctx), "Schema error for patch")
-        after = schemas.node_booleans(after)
-        changed = {k for k in node_changes.PATCHABLE
-                   if after.get(k) != before.get(k)}
-        node_changes.apply_changes(session, ident, node, after, changed)
-        node.updated_at = utcnow()
-        session.flush()
-        result = _render(ctx, node, node_rows.related(session, [node]))
-    return json_response(result)
+    node, related = service.update(ctx.services.db, node_scope(ctx), ident,
+                                   patch, _patch_schema(ctx))
+    return json_response(_render(ctx, node, related))
 
 
 def delete_node(ctx: Context, ident: str) -> Response:
     """DELETE /v1/nodes/{ident}; its allocation (maintenance), ports and
     VIFs go too."""
-    with ctx.services.db.write() as session:
-        node = find_node(ctx, session, ident)
-        error = releasing.node_deletion_refusal(node)
-        if error:
-            raise conflict(error)
-        allocation = releasing.holder_of(session, node)
-        if allocation is not None:
-            releasing.release_in_session(session, allocation)
-        node_rows.delete_node(session, node)
+    service.delete(ctx.services.db, node_scope(ctx), ident)
     return empty_response(204)
 
 
@@ -296,9 +253,7 @@ def list_shards(ctx: Context) -> Response:
     largest first; nodes without a shard count as shard "None"."""
     if ctx.minor < versions.SHARDS:
         raise not_found("The API version does not allow shards")
-    with ctx.services.db.read() as session:
-        counted = sorted(node_rows.shard_counts(session),
-                         key=lambda row: row[0], reverse=True)
+    counted = service.shard_counts(ctx.services.db)
     return json_response(
         {"shards": [{"name": name, "count": count}
                     for count, name in counted]})

@@ -17,15 +17,14 @@ from baremetal_allocclient.server.api import schemas
 from baremetal_allocclient.server.api.context import (
     Context,
     empty_response,
-    find_node,
     json_response,
+    node_scope,
 )
 from baremetal_allocclient.server.api.errors import (
     bad_request,
-    conflict,
     no_route,
 )
-from baremetal_allocclient.server.ironic import vif_rows
+from baremetal_allocclient.server.ironic.service import vifs
 
 #: The minor version that introduced the VIF sub-resource.
 VIFS_SINCE = 28
@@ -48,10 +47,8 @@ def check_vif_id(name: str, value: str) -> None:
 def list_vifs(ctx: Context, ident: str) -> Response:
     """GET /v1/nodes/{ident}/vifs."""
     _gate(ctx)
-    with ctx.services.db.read() as session:
-        node = find_node(ctx, session, ident)
-        vifs = vif_rows.vif_ids(session, node.id)
-    return json_response({"vifs": [{"id": vif} for vif in vifs]})
+    attached = vifs.attached(ctx.services.db, node_scope(ctx), ident)
+    return json_response({"vifs": [{"id": vif} for vif in attached]})
 
 
 def attach_vif(ctx: Context, ident: str) -> Response:
@@ -66,12 +63,7 @@ def attach_vif(ctx: Context, ident: str) -> Response:
         "port_uuid" in body and "portgroup_uuid" in body
     ):
         raise bad_request("Cannot specify both port_uuid and portgroup_uuid")
-    with ctx.services.db.write() as session:
-        node = find_node(ctx, session, ident)
-        if vif in vif_rows.vif_ids(session, node.id):
-            raise conflict(f"Unable to attach VIF because VIF {vif} is "
-                           f"already attached to Ironic node {node.uuid}")
-        vif_rows.attach_vif(session, node.id, vif)
+    vifs.attach(ctx.services.db, node_scope(ctx), ident, vif)
     return empty_response(204)
 
 
@@ -79,10 +71,5 @@ def detach_vif(ctx: Context, ident: str, vif: str) -> Response:
     """DELETE /v1/nodes/{ident}/vifs/{vif}."""
     _gate(ctx)
     check_vif_id("vif_id", vif)
-    with ctx.services.db.write() as session:
-        node = find_node(ctx, session, ident)
-        if not vif_rows.detach_vif(session, node.id, vif):
-            raise bad_request(f"Unable to detach VIF {vif} from node "
-                              f"{node.uuid} because it is not attached to "
-                              f"it.")
+    vifs.detach(ctx.services.db, node_scope(ctx), ident, vif)
     return empty_response(204)

@@ -19,11 +19,10 @@ from baremetal_allocclient.server.api import schemas
 from baremetal_allocclient.server.api.context import (
     Context,
     empty_response,
-    find_node,
+    node_scope,
 )
 from baremetal_allocclient.server.api.errors import bad_request, no_route
-from baremetal_allocclient.server.db.models import utcnow
-from baremetal_allocclient.server.ironic import interfaces
+from baremetal_allocclient.server.ironic.service import management
 
 #: The minor version that introduced attach and detach.
 VMEDIA_SINCE = 89
@@ -36,18 +35,6 @@ def _gate(ctx: Context) -> None:
         raise no_route()
 
 
-def _record_failure(ctx: Context, ident: str, template: str,
-                    action: str) -> None:
-    """The action's failure becomes the node's ``last_error``."""
-    with ctx.services.db.write() as session:
-        node = find_node(ctx, session, ident)
-        node.last_error = template.format(
-            node=node.uuid,
-            exc=interfaces.unsupported_message(node.driver, action),
-        )
-        node.updated_at = utcnow()
-
-
 def attach_vmedia(ctx: Context, ident: str) -> Response:
     """POST /v1/nodes/{ident}/vmedia."""
     _gate(ctx)
@@ -58,8 +45,8 @@ def attach_vmedia(ctx: Context, ident: str) -> Response:
     if scheme not in URL_SCHEMES:
         raise bad_request(f"Unsupported or missing URL scheme: {scheme}")
     device = body["device_type"]
-    _record_failure(
-        ctx, ident,
+    management.fail_unsupported(
+        ctx.services.db, node_scope(ctx), ident,
         f"Could not attach device {device} to node {{node}}: {{exc}}",
         "attach_virtual_media")
     return empty_response(204)
@@ -77,8 +64,8 @@ def detach_vmedia(ctx: Context, ident: str) -> Response:
             raise bad_request(
                 f"Invalid device type(s) {', '.join(invalid)} (valid are "
                 f"{', '.join(schemas.VMEDIA_DEVICES)})")
-    _record_failure(
-        ctx, ident,
+    management.fail_unsupported(
+        ctx.services.db, node_scope(ctx), ident,
         f"Could not detach device(s) {devices} from node {{node}}: {{exc}}",
         "detach_virtual_media")
     return empty_response(204)

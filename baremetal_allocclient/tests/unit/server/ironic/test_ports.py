@@ -13,8 +13,8 @@ from baremetal_allocclient.server.api.context import Services
 from baremetal_allocclient.server.api.errors import ApiError
 from baremetal_allocclient.server.app import Application
 from baremetal_allocclient.server.db.models import Node, NodeVif, Port
+from baremetal_allocclient.server.ironic import port_rules
 from baremetal_allocclient.server.ironic.fake_hardware import FakeHardware
-from baremetal_allocclient.server.ironic.handlers import ports
 from baremetal_allocclient.tests.unit.server._sqlite import SQLiteDatabase
 
 
@@ -53,14 +53,14 @@ class FieldTests(testtools.TestCase):
                             ({"local_link_connection": {
                                 "network_type": "unmanaged"}}, 63)):
             error = self.assertRaises(
-                ApiError, ports.check_version_fields, body, minor)
+                ApiError, port_rules.check_version_fields, body, minor)
             self.assertEqual(406, error.status)
-        ports.check_version_fields({"physical_network": "x"}, 34)
+        port_rules.check_version_fields({"physical_network": "x"}, 34)
 
 
 class NormalizedTests(testtools.TestCase):
     def test_values_are_normalised(self) -> None:
-        result = ports.normalized({
+        result = port_rules.normalized({
             "address": "AA:BB:CC:DD:EE:FF", "pxe_enabled": "false",
             "node_uuid": "5C9DCD04-2073-49BC-9618-99AE634D8971"})
         self.assertEqual("aa:bb:cc:dd:ee:ff", result["address"])
@@ -79,7 +79,7 @@ class NormalizedTests(testtools.TestCase):
               "local_link_connection": {"switch_id": "s"}},
              "Schema error for local_link_connection"),
         ):
-            error = self.assertRaises(ApiError, ports.normalized, body)
+            error = self.assertRaises(ApiError, port_rules.normalized, body)
             self.assertEqual(400, error.status)
             self.assertIn(message, error.message)
 
@@ -87,7 +87,7 @@ class NormalizedTests(testtools.TestCase):
         for link in ({}, {"switch_id": "s", "port_id": "p"},
                      {"hostname": "h", "port_id": "p"},
                      {"network_type": "unmanaged"}):
-            ports.normalized({"address": "aa:bb:cc:dd:ee:ff",
+            port_rules.normalized({"address": "aa:bb:cc:dd:ee:ff",
                               "local_link_connection": link})
 
 
@@ -139,7 +139,7 @@ class UpdateRuleTests(testtools.TestCase):
         node = Node(uuid="n", provision_state=state, maintenance=maintenance,
                     instance_uuid=instance)
         try:
-            ports.check_update_allowed(Port(uuid="p"), node, changed)
+            port_rules.check_update_allowed(Port(uuid="p"), node, changed)
         except ApiError as exc:
             return exc.status
         return 200

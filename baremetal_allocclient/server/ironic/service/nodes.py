@@ -1,0 +1,145 @@
+"""Nodes: find, list, create, change and delete them, count the shards.
+
+Each function opens its own transaction; the nodes it returns come with
+what their views show from other rows (:class:`~baremetal_allocclient.
+server.ironic.node_rows.Related`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import jsonpatch
+
+from baremetal_allocclient.server.allocation.service import releasing
+from baremetal_allocclient.server.api import listing, schemas
+from baremetal_allocclient.server.api.errors import (
+    ApiError,
+    bad_request,
+    conflict,
+)
+from baremetal_allocclient.server.api.node_lookup import (
+    NodeScope,
+    visible_node,
+)
+from baremetal_allocclient.server.db import lookups
+from baremetal_allocclient.server.db.engine import (
+    Database,
+    duplicates_refused,
+)
+from baremetal_allocclient.server.db.models import Node, utcnow
+from baremetal_allocclient.server.ironic import (
+    node_changes,
+    node_listing,
+    node_rows,
+)
+from baremetal_allocclient.server.ironic.node_listing import NodeFilters
+
+Shown = tuple[Node, node_rows.Related]
+
+
+def find(db: Database, scope: NodeScope, ident: str) -> Node:
+    """The node ``ident`` names (404 when missing or hidden)."""
+    with db.read() as session:
+        return visible_node(session, scope, ident)
+
+
+def show(db: Database, scope: NodeScope, ident: str) -> Shown:
+    """The node ``ident`` names, with its traits and allocation."""
+    with db.read() as session:
+        node = visible_node(session, scope, ident)
+        return node, node_rows.related(session, [node])
+
+
+def list_page(db: Database, scope: NodeScope, filters: NodeFilters,
+              page: listing.Page, marker: str | None
+              ) -> tuple[list[Node], node_rows.Related]:
+    """One page of the nodes the caller may see that ``filters`` select,
+    after the ``marker`` node (404 when missing or hidden)."""
+    with db.read() as session:
+        nodes = node_listing.page_of_nodes(session, scope.who, filters,
+                                           page, marker)
+        return nodes, node_rows.related(session, nodes)
+
+
+def create(db: Database, columns: dict[str, Any],
+           parent_ident: str | None) -> Shown:
+    """Store a node with ``columns`` (its ``uuid`` and ``name`` not
+    taken: 409) and the parent ``parent_ident`` names (400 unless a node
+    of the same owner)."""
+    uuid, name = columns["uuid"], columns.get("name")
+    instance_uuid = columns.get("instance_uuid")
+
+    def duplicate() -> ApiError:  # a race lost to another create
+        return conflict(f"A node with UUID {uuid}, name {name} or instance "
+                        f"{instance_uuid} already exists.")
+
+    with duplicates_refused(duplicate), db.write() as session:
+        if lookups.node_by_ident(session, uuid, True, lock=False):
+            raise conflict(f"A node with UUID {uuid} already exists.")
+        if name is not None and lookups.node_by_ident(
+            session, name, False, lock=False
+        ):
+            raise conflict(f"A node with name {name} already exists.")
+        parent = node_changes.parent_uuid(session, columns.get("owner"),
+                                          parent_ident)
+        node = Node(**columns, parent_node=parent)
+        node_rows.add_node(session, node)
+        return node, node_rows.related(session, [node])
+
+
+def _patched(node: Node, patch: list[dict[str, Any]],
+             schema: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
+    """The node's fields after ``patch`` (removed ones back to their
+    defaults, checked against ``schema``) and the fields it changes."""
+    before = node_changes.patchable(node)
+    try:
+        after = jsonpatch.apply_patch(before, patch)
+    except (jsonpatch.JsonPatchException,
+            jsonpatch.JsonPointerException) as exc:
+        raise bad_request(f"Invalid patch: {exc}") from None
+    if not isinstance(after, dict):
+        raise bad_request("Invalid patch: the node must stay an object")
+    after = node_changes.with_defaults(after)
+    schemas.validate(after, schema, "Schema error for patch")
+    after = schemas.node_booleans(after)
+    changed = {k for k in node_changes.PATCHABLE
+               if after.get(k) != before.get(k)}
+    return after, changed
+
+
+def update(db: Database, scope: NodeScope, ident: str,
+           patch: list[dict[str, Any]], schema: dict[str, Any]) -> Shown:
+    """Apply a JSON patch (its paths checked by the caller; the result
+    checked against ``schema``, the request version's) with Ironic's
+    rules for each field."""
+    with db.write() as session:
+        node = visible_node(session, scope, ident)
+        after, changed = _patched(node, patch, schema)
+        node_changes.apply_changes(session, ident, node, after, changed)
+        node.updated_at = utcnow()
+        session.flush()
+        return node, node_rows.related(session, [node])
+
+
+def delete(db: Database, scope: NodeScope, ident: str) -> None:
+    """Delete a node with its ports and VIFs, releasing its allocation
+    (409 when its state or protection keeps it)."""
+    with db.write() as session:
+        node = visible_node(session, scope, ident)
+        error = releasing.node_deletion_refusal(node)
+        if error:
+            raise conflict(error)
+        allocation = releasing.holder_of(session, node)
+        if allocation is not None:
+            releasing.release_in_session(session, allocation)
+        node_rows.delete_node(session, node)
+
+
+def shard_counts(db: Database) -> Sequence[tuple[int, str]]:
+    """(node count, shard) for every shard, the largest first; nodes
+    without a shard count as shard "None"."""
+    with db.read() as session:
+        return sorted(node_rows.shard_counts(session),
+                      key=lambda row: row[0], reverse=True)
