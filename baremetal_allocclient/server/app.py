@@ -19,24 +19,20 @@ from werkzeug.wrappers import Request, Response
 
 from baremetal_allocclient.constraints import EXPLAIN_PATH
 from baremetal_allocclient.groups import PATH as GROUPS_PATH
+from baremetal_allocclient.server import openapi
 from baremetal_allocclient.server.allocation.handlers import (
     allocations,
     capacity,
     explain,
+    extensions,
     groups,
 )
 from baremetal_allocclient.server.api import (
-    extensions,
     limits,
-    openapi,
     storable,
     versions,
 )
-from baremetal_allocclient.server.api.context import (
-    Context,
-    Services,
-    json_response,
-)
+from baremetal_allocclient.server.api.context import Context, json_response
 from baremetal_allocclient.server.api.errors import ApiError, RouteError
 from baremetal_allocclient.server.db.engine import (
     CommitOutcomeUnknown,
@@ -54,6 +50,7 @@ from baremetal_allocclient.server.ironic.handlers import (
     vifs,
     vmedia,
 )
+from baremetal_allocclient.server.services import Services
 
 LOG = logging.getLogger(__name__)
 

@@ -25,7 +25,6 @@ from baremetal_allocclient.server.allocation.membership import Membership
 from baremetal_allocclient.server.allocation.queueing import QueueRounds
 from baremetal_allocclient.server.allocation.takeover import Takeover
 from baremetal_allocclient.server.allocation.workers import AllocationWorkers
-from baremetal_allocclient.server.api.context import Services
 from baremetal_allocclient.server.api.prefer import (
     WaitPermits,
     waiting_capacity,
@@ -36,6 +35,7 @@ from baremetal_allocclient.server.db.models import utcnow
 from baremetal_allocclient.server.frontend import options as frontend_options
 from baremetal_allocclient.server.frontend.server import FrontEnd
 from baremetal_allocclient.server.ironic.fake_hardware import FakeHardware
+from baremetal_allocclient.server.services import Services
 
 LOG = logging.getLogger("baremetal_allocclient.server")
 LISTEN_BACKLOG = 1024

@@ -1,38 +1,20 @@
-"""This server's extensions of the Ironic API, and how a request opts in.
+"""How a request opts into this server's extensions of the Ironic API.
 
-Plain Ironic clients never see an extension: the groups extension's
-``POST /v1/allocation_groups`` answers 404 unless the request names it in
-the header (doc/source/explanation/lifecycle.rst); the constraints extension's
-``constraints`` field of ``POST /v1/allocations`` is accepted only when
-the request names the extension in the ``X-Baremetal-Alloc-Extensions``
-header (otherwise the body is checked exactly as Ironic checks it), and
-``GET /v1`` lists the extensions under ``extensions``, a key Ironic does
-not send.  A failed allocation's ``last_error`` is Ironic's text unless
-the request opted into the constraints extension, which adds the
-selection funnel.  Wire format: doc/source/howto/choosing-nodes.rst.
+Plain Ironic clients never see an extension: a request names the ones
+it wants in the ``X-Baremetal-Alloc-Extensions`` header, and without it
+the server answers as Ironic does.  What each extension changes, and
+what ``GET /v1`` advertises of them, is the allocation wing's
+(``allocation/handlers/extensions.py``); both wings ask here whether a
+request opted in.  Wire format: doc/source/howto/choosing-nodes.rst.
 """
 
 from __future__ import annotations
 
-import datetime
-from typing import Any
+from baremetal_allocclient import constraints
+from baremetal_allocclient.server.api.context import Context
 
-from baremetal_allocclient import constraints, leases
-from baremetal_allocclient import groups as group_model
-from baremetal_allocclient.server.allocation import queue
-from baremetal_allocclient.server.allocation.handlers import capacity
-from baremetal_allocclient.server.api.context import Context, Services
-from baremetal_allocclient.server.api.errors import bad_request
-
-#: The queue extension: its name (in the header and in ``GET /v1``) and
-#: the version of its wire format.
+#: The queue extension: its name (in the header and in ``GET /v1``).
 QUEUE = "queue"
-QUEUE_VERSION = 1
-
-#: Version of the constraints extension's wire format.
-CONSTRAINTS_VERSION = 1
-#: Version of the leases extension (the ``extra`` keys it reads).
-LEASES_VERSION = 1
 
 
 def requested(header: str | None) -> set[str]:
@@ -51,79 +33,3 @@ def queue_requested(ctx: Context) -> bool:
     """Whether the request opted into the queue extension."""
     header = ctx.request.headers.get(constraints.EXTENSION_HEADER)
     return QUEUE in requested(header)
-
-
-def queue_deadline(ctx: Context, body: dict[str, Any],
-                   now: datetime.datetime) -> datetime.datetime | None:
-    """The queue deadline a (schema-checked) create asks for; None
-    without a ``queue`` field; 400 when it cannot be honoured."""
-    document = body.get("queue")
-    if document is None:
-        return None
-    rounds = ctx.services.queue
-    if rounds is None:
-        raise bad_request("Waiting in line (the queue extension) is not "
-                          "available with this server's backend")
-    if body.get("node"):
-        raise bad_request("Waiting in line does not apply to a backfill")
-    try:
-        return queue.deadline_for(now, document, rounds.max_wait)
-    except queue.QueueRequestError as exc:
-        raise bad_request(f"Invalid queue: {exc}") from None
-
-
-def parse_constraints(body: dict[str, Any]) -> constraints.Constraints:
-    """The (schema-checked) ``constraints`` of a body; 400 when they
-    cannot be evaluated."""
-    document = body.get("constraints") or {}
-    try:
-        return constraints.from_wire(document)
-    except constraints.ConstraintError as exc:
-        raise bad_request(f"Invalid constraints: {exc}") from None
-
-
-def lease_advertisement(services: Services | None) -> dict[str, Any]:
-    """The ``leases`` entry: the ``extra`` keys, and whether this process
-    expires leases by itself (``serve --expire-leases``)."""
-    interval = services.lease_expiry if services is not None else 0.0
-    return {
-        "version": LEASES_VERSION,
-        "expires_at_key": leases.EXPIRES_KEY,
-        "duration_key": leases.DURATION_KEY,
-        "expiring": interval > 0,
-        "interval": interval if interval > 0 else None,
-        "undeploy": bool(services is not None and services.lease_undeploy),
-    }
-
-
-def advertisement(base_url: str, services: Services | None = None,
-                  groups: bool = True,
-                  queue_max_wait: float | None = None) -> dict[str, Any]:
-    """The ``extensions`` entry of ``GET /v1`` (``groups``: whether the
-    backend reserves groups in one transaction; ``queue_max_wait``: the
-    queue extension is offered, with this longest wait)."""
-    found: dict[str, Any] = {
-        leases.EXTENSION: lease_advertisement(services),
-        constraints.EXTENSION: {
-            "version": CONSTRAINTS_VERSION,
-            "header": constraints.EXTENSION_HEADER,
-            "explain": f"{base_url}{constraints.EXPLAIN_PATH}",
-            # A request opted into this extension reads last_error with
-            # the selection funnel; any other reads Ironic's text.
-            "funnel_in_last_error": True,
-        },
-        "capacity": {"href": f"{base_url}{capacity.PATH}"},
-    }
-    if groups:
-        found[group_model.EXTENSION] = {
-            "version": group_model.VERSION,
-            "header": constraints.EXTENSION_HEADER,
-            "href": f"{base_url}{group_model.PATH}",
-        }
-    if queue_max_wait is not None:
-        found[QUEUE] = {
-            "version": QUEUE_VERSION,
-            "header": constraints.EXTENSION_HEADER,
-            "max_timeout": queue_max_wait,
-        }
-    return found

@@ -10,13 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from baremetal_allocclient.server import node_states as ns
-from baremetal_allocclient.server.api import listing, schemas, views
+from baremetal_allocclient.server.api import listing, schemas
 from baremetal_allocclient.server.api.errors import (
     bad_request,
     conflict,
     not_acceptable,
 )
 from baremetal_allocclient.server.db.models import Node, Port
+from baremetal_allocclient.server.ironic import views
 
 #: What a PATCH may name (Ironic's list, whatever the version).
 PATCHABLE = (

@@ -7,6 +7,17 @@ from typing import Any, cast
 
 from werkzeug.wrappers import Response
 
+from baremetal_allocclient.server.allocation import views
+from baremetal_allocclient.server.allocation.handlers import extensions
+from baremetal_allocclient.server.allocation.handlers.services import (
+    allocation_services,
+)
+from baremetal_allocclient.server.allocation.lookup import (
+    allocation_to_release,
+    find_allocation,
+    node_as_filter_argument,
+    read_allocation,
+)
 from baremetal_allocclient.server.allocation.queue import view as line_view
 from baremetal_allocclient.server.allocation.service import (
     creating,
@@ -15,23 +26,17 @@ from baremetal_allocclient.server.allocation.service import (
 )
 from baremetal_allocclient.server.allocation.states import ERROR
 from baremetal_allocclient.server.api import (
-    extensions,
     listing,
     policy,
     prefer,
     schemas,
     versions,
-    views,
 )
 from baremetal_allocclient.server.api.context import (
     Context,
-    allocation_to_release,
     empty_response,
-    find_allocation,
     find_node,
     json_response,
-    node_as_filter_argument,
-    read_allocation,
 )
 from baremetal_allocclient.server.api.errors import (
     ApiError,
@@ -39,6 +44,10 @@ from baremetal_allocclient.server.api.errors import (
     no_route,
     not_acceptable,
     not_found,
+)
+from baremetal_allocclient.server.api.extensions import (
+    constraints_requested,
+    queue_requested,
 )
 from baremetal_allocclient.server.db import lookups
 from baremetal_allocclient.server.db.models import Allocation, utcnow
@@ -57,7 +66,7 @@ def _render(ctx: Context, allocation: Allocation, node_uuid: str | None,
             fields: list[str] | None = None) -> dict[str, Any]:
     return views.allocation_view(
         allocation, node_uuid, ctx.base_url, ctx.minor, fields,
-        extensions.constraints_requested(ctx),
+        constraints_requested(ctx),
     )
 
 
@@ -92,7 +101,7 @@ def list_allocations(ctx: Context) -> Response:
     ))
     render = views.allocation_renderer(
         ctx.base_url, ctx.minor, fields,
-        extensions.constraints_requested(ctx))
+        constraints_requested(ctx))
     items = [
         render(cast(views.AllocationRecord, row), row.node_uuid)
         for row in rows
@@ -118,7 +127,7 @@ def get_allocation(ctx: Context, ident: str) -> Response:
         lambda conn: read_allocation(conn, ident, ctx))
     body = views.allocation_view(
         cast(views.AllocationRecord, row), node_uuid, ctx.base_url,
-        ctx.minor, fields, extensions.constraints_requested(ctx),
+        ctx.minor, fields, constraints_requested(ctx),
     )
     if fields is None and row.queue_deadline is not None:
         # Only an allocation waiting in line can have a place in line.
@@ -133,8 +142,8 @@ def _validated_create_body(ctx: Context) -> dict[str, Any]:
     ):
         raise not_acceptable()
     schemas.validate(body, schemas.allocation_create(
-        ctx.version, extended=extensions.constraints_requested(ctx),
-        queue=extensions.queue_requested(ctx)))
+        ctx.version, extended=constraints_requested(ctx),
+        queue=queue_requested(ctx)))
     assert isinstance(body, dict)
     owner = policy.create_owner(policy.principal(ctx), body.get("owner"))
     if owner is not None:
@@ -172,7 +181,7 @@ def create_allocation(ctx: Context) -> Response:
         raise bad_request(
             "The resource_class field is mandatory when not backfilling"
         )
-    services = ctx.services
+    services = allocation_services(ctx)
     new = creating.NewAllocation(
         uuid=body.get("uuid"),
         name=body.get("name"),
@@ -199,7 +208,7 @@ def create_allocation(ctx: Context) -> Response:
     # A new allocation has no node, so its view needs no query.
     view = views.allocation_view(
         answer.allocation, answer.node_uuid, ctx.base_url, ctx.minor, None,
-        answer.settled and extensions.constraints_requested(ctx),
+        answer.settled and constraints_requested(ctx),
     )
     response = _created(ctx, _queue_field(allocation, view,
                                           answer.position))
@@ -212,7 +221,7 @@ def _line_scope(ctx: Context) -> creating.LineScope | None:
     """Whose allocations count for a place in line, for a request that
     opted into the queue extension (None: it did not).  A member's
     figures count its project's allocations, an admin's everything."""
-    if not extensions.queue_requested(ctx):
+    if not queue_requested(ctx):
         return None
     who = policy.principal(ctx)
     return creating.LineScope(None if who.admin else who.project)
@@ -239,8 +248,9 @@ def _with_queue(ctx: Context, allocation: Allocation,
 def _backfill(ctx: Context, body: dict[str, Any]) -> Response:
     """Create an ``active`` allocation for an already deployed node."""
     node_ident = str(body["node"])
+    services = allocation_services(ctx)
     allocation, node_uuid = creating.backfill(
-        ctx.services.db, ctx.services.workers.affinity, creating.Backfill(
+        services.db, services.workers.affinity, creating.Backfill(
             uuid=body.get("uuid"),
             name=body.get("name"),
             resource_class=body.get("resource_class"),
@@ -288,7 +298,7 @@ def update_allocation(ctx: Context, ident: str) -> Response:
 def delete_allocation(ctx: Context, ident: str) -> Response:
     """DELETE /v1/allocations/{ident}: release the node, drop the row."""
     _gate(ctx, 405)
-    releasing.delete(ctx.services.db, ctx.services.queue,
+    releasing.delete(ctx.services.db, allocation_services(ctx).queue,
                      lambda session: allocation_to_release(
                          session, ident, ctx))
     return empty_response(204)
@@ -327,6 +337,6 @@ def get_node_allocation(ctx: Context, ident: str) -> Response:
 
 def delete_node_allocation(ctx: Context, ident: str) -> Response:
     """DELETE /v1/nodes/{node}/allocation."""
-    releasing.delete(ctx.services.db, ctx.services.queue,
+    releasing.delete(ctx.services.db, allocation_services(ctx).queue,
                      lambda session: _node_allocation(ctx, session, ident))
     return empty_response(204)

@@ -20,6 +20,9 @@ from baremetal_allocclient.server.allocation.backends.base import Backend
 from baremetal_allocclient.server.allocation.backends.database import (
     DatabaseBackend,
 )
+from baremetal_allocclient.server.allocation.handlers.services import (
+    allocation_services,
+)
 from baremetal_allocclient.server.allocation.service import records
 from baremetal_allocclient.server.api import policy, schemas, versions
 from baremetal_allocclient.server.api.context import Context, json_response
@@ -30,8 +33,8 @@ QUERY = ("resource_class", "constraints")
 
 
 def _backend(ctx: Context) -> Backend:
-    backend: Backend | None = getattr(ctx.services, "backend", None)
-    return backend or DatabaseBackend(ctx.services.db)
+    services = allocation_services(ctx)
+    return services.backend or DatabaseBackend(services.db)
 
 
 def _constraints(text: str | None) -> constraints.Constraints | None:

@@ -23,14 +23,13 @@ from typing import Any
 from werkzeug.wrappers import Response
 
 from baremetal_allocclient import constraints, groups
-from baremetal_allocclient.server.allocation.service import grouping
-from baremetal_allocclient.server.api import (
-    extensions,
-    policy,
-    schemas,
-    versions,
-    views,
+from baremetal_allocclient.server.allocation import views
+from baremetal_allocclient.server.allocation.handlers import extensions
+from baremetal_allocclient.server.allocation.handlers.services import (
+    allocation_services,
 )
+from baremetal_allocclient.server.allocation.service import grouping
+from baremetal_allocclient.server.api import policy, schemas, versions
 from baremetal_allocclient.server.api.context import Context, json_response
 from baremetal_allocclient.server.api.errors import (
     ApiError,
@@ -38,6 +37,7 @@ from baremetal_allocclient.server.api.errors import (
     conflict,
     not_acceptable,
 )
+from baremetal_allocclient.server.api.extensions import requested
 
 NOT_FOUND = "The resource could not be found."
 PLACEMENT_REFUSAL = (
@@ -48,7 +48,7 @@ PLACEMENT_REFUSAL = (
 
 def supported(ctx: Context) -> bool:
     """Whether this server can reserve a group in one transaction."""
-    return ctx.services.workers.backend.name == "database"
+    return allocation_services(ctx).workers.backend.name == "database"
 
 
 def _body(ctx: Context) -> dict[str, Any]:
@@ -86,7 +86,7 @@ def create_group(ctx: Context) -> Response:
     """POST /v1/allocation_groups: all ``count`` members or none."""
     header = ctx.request.headers.get(constraints.EXTENSION_HEADER)
     if (ctx.minor < versions.ALLOCATIONS
-            or groups.EXTENSION not in extensions.requested(header)):
+            or groups.EXTENSION not in requested(header)):
         raise ApiError(404, NOT_FOUND)
     if not supported(ctx):
         raise conflict(PLACEMENT_REFUSAL)
@@ -97,8 +97,9 @@ def create_group(ctx: Context) -> Response:
     names = groups.member_names(group, count)
     extra = groups.member_extra(body.get("extra"), group, count) or {}
     wanted = extensions.parse_constraints(body)
+    services = allocation_services(ctx)
     members = grouping.reserve(
-        ctx.services.db, ctx.services.workers.affinity, grouping.Group(
+        services.db, services.workers.affinity, grouping.Group(
             uuids=uuids, names=names,
             resource_class=body["resource_class"],
             traits=list(dict.fromkeys(body.get("traits") or [])),

@@ -15,7 +15,6 @@ from baremetal_allocclient.server.api import (
     listing,
     schemas,
     versions,
-    views,
 )
 from baremetal_allocclient.server.api.context import (
     Context,
@@ -37,6 +36,10 @@ from baremetal_allocclient.server.ironic import (
     node_changes,
     node_filters,
     node_rows,
+    views,
+)
+from baremetal_allocclient.server.ironic.handlers.services import (
+    ironic_services,
 )
 from baremetal_allocclient.server.ironic.service import nodes as service
 
@@ -67,13 +70,14 @@ def _render_many(
     related: node_rows.Related,
     fields: Sequence[str] | None,
 ) -> list[dict[str, Any]]:
+    conductor = ironic_services(ctx).conductor
     return [
         views.node_view(
             n,
             related.traits[n.id],
             related.allocation_uuids.get(n.allocation_id)
             if n.allocation_id else None,
-            ctx.services.conductor,
+            conductor,
             ctx.base_url,
             ctx.minor,
             fields,

@@ -15,7 +15,7 @@ from typing import Any
 
 from werkzeug.wrappers import Response
 
-from baremetal_allocclient.server.api import listing, schemas, views
+from baremetal_allocclient.server.api import listing, schemas
 from baremetal_allocclient.server.api.context import (
     Context,
     empty_response,
@@ -27,7 +27,7 @@ from baremetal_allocclient.server.api.errors import (
     not_acceptable,
 )
 from baremetal_allocclient.server.db.models import Port
-from baremetal_allocclient.server.ironic import port_rules
+from baremetal_allocclient.server.ironic import port_rules, views
 from baremetal_allocclient.server.ironic.service import ports as service
 
 

@@ -27,6 +27,9 @@ from baremetal_allocclient.server.ironic import (
     instance,
     interfaces,
 )
+from baremetal_allocclient.server.ironic.handlers.services import (
+    ironic_services,
+)
 from baremetal_allocclient.server.ironic.service import (
     maintenance,
     nodes,
@@ -77,8 +80,9 @@ def set_provision_state(ctx: Context, ident: str) -> Response:
     ):
         raise not_acceptable()
     configdrive = body.get("configdrive")
+    services = ironic_services(ctx)
     uuid = provisioning.provision(
-        ctx.services.db, ctx.services.hardware, node_scope(ctx), ident,
+        services.db, services.hardware, node_scope(ctx), ident,
         provisioning.Provision(
             verb=verb, configdrive=configdrive,
             configdrive_error=instance.configdrive_error(
@@ -91,8 +95,9 @@ def set_power_state(ctx: Context, ident: str) -> Response:
     body = ctx.json_body()
     schemas.validate(body, schemas.POWER)
     assert isinstance(body, dict)
+    services = ironic_services(ctx)
     uuid = provisioning.power(
-        ctx.services.db, ctx.services.hardware, node_scope(ctx), ident,
+        services.db, services.hardware, node_scope(ctx), ident,
         body["target"], soft_allowed=ctx.minor >= SOFT_POWER_SINCE)
     return _accepted(ctx, uuid)
 

@@ -31,7 +31,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import create_engine, text
 
-from baremetal_allocclient.server.api import limits, openapi, schemas
+from baremetal_allocclient.server import openapi
+from baremetal_allocclient.server.api import limits, schemas
 from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
 from baremetal_allocclient.tests.functional.multiprocess import _databases
 from baremetal_allocclient.tests.functional.security import _support as sup

@@ -7,7 +7,7 @@ import uuid
 
 import testtools
 
-from baremetal_allocclient.server.api import openapi
+from baremetal_allocclient.server import openapi
 from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
 from baremetal_allocclient.tests.functional.security import _support as sup
 

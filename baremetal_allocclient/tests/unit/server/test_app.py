@@ -13,13 +13,13 @@ from werkzeug.test import Client
 
 from baremetal_allocclient.server.allocation.handlers import allocations
 from baremetal_allocclient.server.allocation.workers import AllocationWorkers
-from baremetal_allocclient.server.api.context import Services
 from baremetal_allocclient.server.app import (
     INTERNAL_ERROR,
     MAX_BODY,
     Application,
 )
 from baremetal_allocclient.server.ironic.fake_hardware import FakeHardware
+from baremetal_allocclient.server.services import Services
 from baremetal_allocclient.tests.unit.server._sqlite import SQLiteDatabase
 
 LATEST = {"X-OpenStack-Ironic-API-Version": "latest"}

@@ -1,5 +1,6 @@
-"""The server's layout: two wings that meet only at named seams, and
-handlers without SQL or transactions of their own.  (No import cycle and
+"""The server's layout: two wings that meet only at named seams, shared
+plumbing that imports neither wing, and handlers without SQL or
+transactions of their own.  (No import cycle and
 no oversized module anywhere in the package:
 ``tests/unit/test_import_graph.py``.)
 """
@@ -23,6 +24,8 @@ RELEASE_ENTRY = f"{ALLOCATION}.service.releasing"
 #: The one module of the Ironic wing the allocation wing may import:
 #: undeploying a node when its lease expires.
 UNDEPLOY_SEAM = f"{IRONIC}.undeploy"
+#: The shared plumbing: it serves both wings and imports neither.
+SHARED_PACKAGES = (f"{SERVER}.api", f"{SERVER}.db")
 #: Handlers parse, check the version, call the service and render.
 HANDLER_PACKAGES = (f"{ALLOCATION}.handlers", f"{IRONIC}.handlers")
 #: The methods of ``Database`` that open a transaction.
@@ -112,6 +115,14 @@ class LayoutTest(testtools.TestCase):
         self.assertIn(f"{ALLOCATION}.handlers.allocations", GRAPH)
         self.assertIn(RELEASE_ENTRY, GRAPH[f"{IRONIC}.service.nodes"])
         self.assertIn(UNDEPLOY_SEAM, GRAPH[f"{ALLOCATION}.lease_expiry"])
+
+    def test_shared_plumbing_imports_no_wing(self) -> None:
+        self.assertIn(f"{SERVER}.api.context", GRAPH)
+        self.assertIn(f"{SERVER}.db.lookups", GRAPH)
+        wrong = {pair for shared in SHARED_PACKAGES
+                 for wing in (ALLOCATION, IRONIC)
+                 for pair in crossings(shared, wing)}
+        self.assertEqual(set(), wrong)
 
     def test_ironic_reaches_allocation_only_through_release(self) -> None:
         wrong = {pair for pair in crossings(IRONIC, ALLOCATION)

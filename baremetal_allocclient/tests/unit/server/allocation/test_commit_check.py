@@ -21,10 +21,10 @@ from werkzeug.test import Client
 
 from baremetal_allocclient.server.allocation import commit_check
 from baremetal_allocclient.server.allocation.workers import AllocationWorkers
-from baremetal_allocclient.server.api.context import Services
 from baremetal_allocclient.server.app import Application
 from baremetal_allocclient.server.db.engine import CommitOutcomeUnknown
 from baremetal_allocclient.server.ironic.fake_hardware import FakeHardware
+from baremetal_allocclient.server.services import Services
 from baremetal_allocclient.tests.unit.server._sqlite import SQLiteDatabase
 
 LATEST = {"X-OpenStack-Ironic-API-Version": "latest"}

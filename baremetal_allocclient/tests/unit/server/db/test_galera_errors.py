@@ -33,7 +33,6 @@ from baremetal_allocclient.server.allocation.lease_expiry import LeaseExpiry
 from baremetal_allocclient.server.allocation.queueing import QueueRounds
 from baremetal_allocclient.server.allocation.takeover import Takeover
 from baremetal_allocclient.server.allocation.workers import AllocationWorkers
-from baremetal_allocclient.server.api.context import Services
 from baremetal_allocclient.server.app import Application
 from baremetal_allocclient.server.db.engine import (
     Database,
@@ -48,6 +47,7 @@ from baremetal_allocclient.server.db.models import (
     utcnow,
 )
 from baremetal_allocclient.server.ironic.fake_hardware import FakeHardware
+from baremetal_allocclient.server.services import Services
 from baremetal_allocclient.tests.unit.server._sqlite import SQLiteDatabase
 
 TIMEOUT = datetime.timedelta(seconds=60)

@@ -7,14 +7,14 @@ from sqlalchemy import func, select
 from werkzeug.test import Client
 
 from baremetal_allocclient.server.allocation.workers import AllocationWorkers
-from baremetal_allocclient.server.api import auth, schemas, views
+from baremetal_allocclient.server.api import auth, schemas
 from baremetal_allocclient.server.api.auth import ENVIRON_KEY, Principal
-from baremetal_allocclient.server.api.context import Services
 from baremetal_allocclient.server.api.errors import ApiError
 from baremetal_allocclient.server.app import Application
 from baremetal_allocclient.server.db.models import Node, NodeVif, Port
-from baremetal_allocclient.server.ironic import port_rules
+from baremetal_allocclient.server.ironic import port_rules, views
 from baremetal_allocclient.server.ironic.fake_hardware import FakeHardware
+from baremetal_allocclient.server.services import Services
 from baremetal_allocclient.tests.unit.server._sqlite import SQLiteDatabase
 
 

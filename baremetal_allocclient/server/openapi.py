@@ -1,11 +1,13 @@
 """The OpenAPI 3.1 description of the served API.
 
-Built from the very schemas the handlers validate with (:mod:`.schemas`, at
-the maximum microversion) and the query parameters the server accepts
-(:mod:`.limits`), so it cannot drift from what is enforced.  The copy kept in
-the repository (``doc/source/openapi.json``) is regenerated with::
+Built from the very schemas the handlers validate with
+(:mod:`.api.schemas`, at the maximum microversion) and the query
+parameters the server accepts (:mod:`.api.limits`), so it cannot drift
+from what is enforced.  It describes both wings, so it is wiring, beside
+``app.py``.  The copy kept in the repository (``doc/source/openapi.json``)
+is regenerated with::
 
-    python -m baremetal_allocclient.server.api.openapi \
+    python -m baremetal_allocclient.server.openapi \
         > doc/source/openapi.json
 
 and a unit test fails when it differs from :func:`document`.
@@ -22,8 +24,9 @@ from typing import Any
 
 from werkzeug.wrappers import Response
 
-from baremetal_allocclient.server.api import limits, schemas, versions, views
+from baremetal_allocclient.server.api import limits, schemas, versions
 from baremetal_allocclient.server.ironic.handlers import boot_mode
+from baremetal_allocclient.server.ironic.views import PORT_FIELDS
 
 _LATEST = versions.MAX_VERSION
 _ERROR_REF = {"$ref": "#/components/responses/Error"}
@@ -379,7 +382,7 @@ def document() -> dict[str, Any]:
                     },
                 },
                 "Node": {"type": "object"},
-                "Port": _object([name for name, since in views.PORT_FIELDS
+                "Port": _object([name for name, since in PORT_FIELDS
                                  if since <= _LATEST.minor]),
                 "PortList": {
                     "type": "object",
