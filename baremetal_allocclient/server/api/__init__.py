@@ -1,1 +1,2 @@
-"""HTTP layer: routing targets, schemas, views and handlers."""
+"""Shared HTTP plumbing of both wings: the request context, versions,
+schemas, limits, policy, errors (imports neither wing)."""

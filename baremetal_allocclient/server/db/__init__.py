@@ -1,1 +1,2 @@
-"""Models, engine/transactions, lookups and migrations (shared)."""
+"""Models, engine/transactions, lookups and migrations (shared: imports
+neither wing)."""
