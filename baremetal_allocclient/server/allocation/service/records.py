@@ -11,7 +11,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import jsonpatch
 from sqlalchemy import and_
 from sqlalchemy.engine import Connection, Row
 from sqlalchemy.orm import Session
@@ -21,7 +20,7 @@ from baremetal_allocclient.server.allocation import matching
 from baremetal_allocclient.server.allocation.backends.base import Backend
 from baremetal_allocclient.server.allocation.selection import Request
 from baremetal_allocclient.server.allocation.service import creating
-from baremetal_allocclient.server.api import listing, policy, schemas
+from baremetal_allocclient.server.api import listing, patching, policy, schemas
 from baremetal_allocclient.server.api.auth import Principal
 from baremetal_allocclient.server.api.errors import bad_request, conflict
 from baremetal_allocclient.server.db import lookups
@@ -96,11 +95,7 @@ def update(db: Database, find: Callable[[Session], Allocation],
     with db.write() as session:
         allocation = find(session)
         current = {"name": allocation.name, "extra": allocation.extra or {}}
-        try:
-            patched = jsonpatch.apply_patch(current, patch)
-        except (jsonpatch.JsonPatchException,
-                jsonpatch.JsonPointerException) as exc:
-            raise bad_request(f"Invalid patch: {exc}") from None
+        patched = patching.apply(current, patch)
         schemas.validate(patched, schemas.ALLOCATION_PATCHED)
         name = patched.get("name")
         if name is not None and not schemas.is_valid_name(name):

@@ -10,10 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import jsonpatch
-
 from baremetal_allocclient.server.allocation.service import releasing
-from baremetal_allocclient.server.api import listing, schemas
+from baremetal_allocclient.server.api import listing, patching, schemas
 from baremetal_allocclient.server.api.errors import (
     ApiError,
     bad_request,
@@ -94,11 +92,7 @@ def _patched(node: Node, patch: list[dict[str, Any]],
     """The node's fields after ``patch`` (removed ones back to their
     defaults, checked against ``schema``) and the fields it changes."""
     before = node_changes.patchable(node)
-    try:
-        after = jsonpatch.apply_patch(before, patch)
-    except (jsonpatch.JsonPatchException,
-            jsonpatch.JsonPointerException) as exc:
-        raise bad_request(f"Invalid patch: {exc}") from None
+    after = patching.apply(before, patch)
     if not isinstance(after, dict):
         raise bad_request("Invalid patch: the node must stay an object")
     after = node_changes.with_defaults(after)

@@ -10,9 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import jsonpatch
-
-from baremetal_allocclient.server.api import listing, schemas
+from baremetal_allocclient.server.api import listing, patching, schemas
 from baremetal_allocclient.server.api.errors import (
     ApiError,
     bad_request,
@@ -87,11 +85,7 @@ def _patched(port: Port, node: Node, patch: list[dict[str, Any]]
     ``node_uuid``: its node's) and the fields it changes (not the
     node)."""
     before = port_rules.patchable(port, node)
-    try:
-        after = jsonpatch.apply_patch(before, patch)
-    except (jsonpatch.JsonPatchException,
-            jsonpatch.JsonPointerException) as exc:
-        raise bad_request(f"Invalid patch: {exc}") from None
+    after = patching.apply(before, patch)
     if not isinstance(after, dict):
         raise bad_request("Invalid patch: the port must stay an object")
     after = {k: v for k, v in after.items() if v is not None}
