@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 import requests
 import testtools
 from sqlalchemy import create_engine, text
+from testtools.content import text_content
 
 from baremetal_allocclient.tests.functional.multiprocess import (
     _cluster,
@@ -52,6 +53,9 @@ class _CommittedCreateTests:
             "--allocation-delay", str(DELAY),
         )
         case.addCleanup(self.server.cleanup)
+        # A failure shows what the server logged (its directory goes).
+        case.addOnException(lambda _: case.addDetail(
+            "server-log", text_content(self.server.log())))
 
     def _stored(self) -> int:
         """Allocations of this test's class, read around the proxy."""
