@@ -552,7 +552,11 @@ def ironic_config(workdir: str, port: int) -> str:
     lines += [
         "[api]", "host_ip = 127.0.0.1", f"port = {port}", "api_workers = 1",
         "[conductor]", "automated_clean = false",
-        "[database]", f"connection = sqlite:///{workdir}/ironic.sqlite",
+        # SQLite's busy wait 30 s, not pysqlite's 5 s: on a loaded
+        # two-core machine Ironic's own API and conductor otherwise answer
+        # 500 "database is locked" to each other's writes.
+        "[database]",
+        f"connection = sqlite:///{workdir}/ironic.sqlite?timeout=30",
         "[oslo_concurrency]", f"lock_path = {workdir}/locks",
     ]
     return "\n".join(lines) + "\n"
