@@ -71,7 +71,7 @@ class TestIronicConfig(testtools.TestCase):
                      "default_storage_interface = noop",
                      "automated_clean = false", "port = 4321",
                      "host_ip = 127.0.0.1", "api_workers = 1",
-                     "connection = sqlite:////tmp/x/ironic.sqlite",
+                     "connection = sqlite:////tmp/x/ironic.sqlite?timeout=30",
                      "state_path = /tmp/x/state"):
             self.assertIn(line + "\n", text)
 
