@@ -10,9 +10,9 @@ import datetime
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from baremetal_allocclient.server.api import versions
+from baremetal_allocclient.server.api import json_text, versions
 from baremetal_allocclient.server.api.errors import bad_request
-from baremetal_allocclient.server.api.views import links, timestamp
+from baremetal_allocclient.server.api.views import timestamp
 
 ALLOCATION_SORT_KEYS = (
     "id", "uuid", "name", "created_at", "updated_at", "state",
@@ -55,8 +55,9 @@ def check_allocation_fields(
 
 
 class AllocationRecord(Protocol):
-    """What rendering reads of an allocation: an ORM ``Allocation`` or
-    a row of its columns."""
+    """What rendering reads of an allocation: an ORM ``Allocation``, or a
+    row of :func:`~baremetal_allocclient.server.db.lookups.allocation_rows`
+    whose JSON columns are the text they were stored as."""
 
     @property
     def uuid(self) -> str: ...
@@ -65,9 +66,9 @@ class AllocationRecord(Protocol):
     @property
     def updated_at(self) -> datetime.datetime | None: ...
     @property
-    def candidate_nodes(self) -> list[str] | None: ...
+    def candidate_nodes(self) -> str | list[str] | None: ...
     @property
-    def extra(self) -> dict[str, Any] | None: ...
+    def extra(self) -> str | dict[str, Any] | None: ...
     @property
     def last_error(self) -> str | None: ...
     @property
@@ -81,11 +82,16 @@ class AllocationRecord(Protocol):
     @property
     def state(self) -> str: ...
     @property
-    def traits(self) -> list[str] | None: ...
+    def traits(self) -> str | list[str] | None: ...
 
 
-AllocationRenderer = Callable[[AllocationRecord, "str | None"],
-                              dict[str, Any]]
+#: An allocation and its node's UUID -> its view, as JSON text.
+AllocationRenderer = Callable[[AllocationRecord, "str | None"], str]
+
+
+def _time(value: datetime.datetime | None) -> str:
+    text = timestamp(value)
+    return "null" if text is None else f'"{text}"'
 
 
 def allocation_renderer(
@@ -94,33 +100,78 @@ def allocation_renderer(
     fields: Sequence[str] | None = None,
     funnel: bool = False,
 ) -> AllocationRenderer:
-    """:func:`allocation_view` with its arguments but the allocation and
-    its node's UUID decided once, for rendering many allocations."""
+    """Render allocations as Ironic does at ``minor``, each straight to
+    JSON text (``json.dumps`` of the view, byte for byte): the JSON
+    columns are copied as stored, not decoded and encoded again.
+
+    ``fields`` limits the fields (``links`` always stays); with
+    ``funnel`` (the request opted into the constraints extension)
+    ``last_error`` carries the selection funnel when one was recorded.
+    Everything but the allocation is decided once, for rendering many:
+    the shown fields become one format string over :func:`_field_texts`.
+    """
     names = allocation_fields(minor)
     if fields is not None:
         names = [n for n in names if n in fields or n == "links"]
+    template = "{{" + ", ".join(
+        f'"{name}": {{{_FIELDS.index(name)}}}' for name in names) + "}}"
+    hrefs = (json_text.string(f"{base_url}/v1/allocations/")[:-1],
+             json_text.string(f"{base_url}/allocations/")[:-1])
 
-    def render(allocation: AllocationRecord,
-               node_uuid: str | None) -> dict[str, Any]:
-        values: dict[str, Any] = {
-            "uuid": allocation.uuid,
-            "created_at": timestamp(allocation.created_at),
-            "updated_at": timestamp(allocation.updated_at),
-            "candidate_nodes": list(allocation.candidate_nodes or []),
-            "extra": allocation.extra or {},
-            "last_error": (allocation.funnel_error or allocation.last_error
-                           if funnel else allocation.last_error),
-            "name": allocation.name,
-            "owner": allocation.owner,
-            "resource_class": allocation.resource_class,
-            "state": allocation.state,
-            "traits": list(allocation.traits or []),
-            "links": links(base_url, f"allocations/{allocation.uuid}"),
-            "node_uuid": node_uuid,
-        }
-        return {name: values[name] for name in names}
+    def render(allocation: AllocationRecord, node_uuid: str | None) -> str:
+        return template.format(
+            *_field_texts(allocation, node_uuid, funnel, hrefs))
 
     return render
+
+
+#: Every field a view can show, in Ironic's order: the order of the
+#: texts :func:`_field_texts` returns.
+_FIELDS = (
+    "uuid", "created_at", "updated_at", "candidate_nodes", "extra",
+    "last_error", "name", "owner", "resource_class", "state", "traits",
+    "links", "node_uuid",
+)
+
+
+def _field_texts(a: AllocationRecord, node_uuid: str | None, funnel: bool,
+                 hrefs: tuple[str, str]) -> tuple[str, ...]:
+    """The JSON text of every field in :data:`_FIELDS`, in that order.
+
+    This runs for every row of a list, so the common cases are inline:
+    a stored JSON text is copied when it is a string other than
+    ``null`` (anything else goes through ``json_text.stored``), a naive
+    UTC timestamp is written directly (anything else through
+    :func:`_time`).
+    """
+    string = json_text.string
+    stored = json_text.stored
+    uuid = string(a.uuid)
+    created, updated = a.created_at, a.updated_at
+    candidates, extra, traits = a.candidate_nodes, a.extra, a.traits
+    last_error = a.funnel_error or a.last_error if funnel else a.last_error
+    return (
+        uuid,
+        f'"{created.isoformat()}+00:00"' if created.tzinfo is None
+        else _time(created),
+        f'"{updated.isoformat()}+00:00"'
+        if updated is not None and updated.tzinfo is None
+        else _time(updated),
+        candidates if type(candidates) is str and candidates != "null"
+        else stored(candidates, "[]"),
+        extra if type(extra) is str and extra != "null"
+        else stored(extra, "{}"),
+        "null" if last_error is None else string(last_error),
+        "null" if a.name is None else string(a.name),
+        "null" if a.owner is None else string(a.owner),
+        "null" if a.resource_class is None else string(a.resource_class),
+        string(a.state),
+        traits if type(traits) is str and traits != "null"
+        else stored(traits, "[]"),
+        f'[{{"href": {hrefs[0]}{uuid[1:]}, "rel": "self"}}, '
+        f'{{"href": {hrefs[1]}{uuid[1:]}, "rel": "bookmark"}}]',
+        "null" if node_uuid is None else string(node_uuid),
+    )
 
 
 def allocation_view(
@@ -130,9 +181,7 @@ def allocation_view(
     minor: int,
     fields: Sequence[str] | None = None,
     funnel: bool = False,
-) -> dict[str, Any]:
-    """An allocation as Ironic renders it at ``minor``; with ``funnel``
-    (the request opted into the constraints extension) ``last_error``
-    carries the selection funnel when one was recorded."""
+) -> str:
+    """One allocation as :func:`allocation_renderer` renders it."""
     return allocation_renderer(base_url, minor, fields, funnel)(
         allocation, node_uuid)

@@ -71,6 +71,11 @@ def json_response(body: object, status: int = 200) -> Response:
     )
 
 
+def json_text_response(text: str, status: int = 200) -> Response:
+    """A response whose body is already JSON text (``api.json_text``)."""
+    return Response(text, status=status, content_type="application/json")
+
+
 def empty_response(status: int) -> Response:
     """A response without a body (202, 204)."""
     response = Response(status=status)

@@ -12,11 +12,13 @@ from typing import Any, cast
 
 from sqlalchemy import (
     Select,
+    Text,
     bindparam,
     delete,
     select,
     update,
 )
+from sqlalchemy import cast as sql_cast
 from sqlalchemy.engine import Connection, Row
 from sqlalchemy.orm import Session
 
@@ -81,11 +83,27 @@ def allocation_by_ident(
     return found
 
 
+#: The JSON columns an allocation's view shows: answers copy them as
+#: the text they were stored as (``api.json_text``).
+_SHOWN_JSON = (Allocation.candidate_nodes, Allocation.extra,
+               Allocation.traits)
+
+
+def stored_json(column: Any) -> Any:
+    """A JSON column as the text it was stored as, not decoded (the
+    ``json`` type keeps its input text on PostgreSQL, MariaDB and
+    SQLite; PostgreSQL's driver decodes it unless it is cast)."""
+    return sql_cast(column, Text).label(column.key)
+
+
 @functools.cache
 def _allocation_with_node_uuid(by_uuid: bool) -> Select[Any]:
     column = Allocation.uuid if by_uuid else Allocation.name
+    shown_json = {c.key for c in _SHOWN_JSON}
     return (
-        select(*Allocation.__table__.columns, Node.uuid.label("node_uuid"))
+        select(*(stored_json(c) if c.key in shown_json else c
+                 for c in Allocation.__table__.columns),
+               Node.uuid.label("node_uuid"))
         .outerjoin(Node, Node.id == Allocation.node_id)
         .where(column == bindparam("ident"))
     )
@@ -108,18 +126,20 @@ def allocation_for_reading(
 
 def allocation_from_row(row: Row[Any]) -> Allocation:
     """An ORM allocation (not tracked by any session) built from a row
-    of :func:`allocation_for_reading`."""
+    of :func:`allocation_for_reading`, without the JSON columns its view
+    shows (they are text there)."""
     values = dict(row._mapping)
-    values.pop("node_uuid", None)
+    for name in ("node_uuid", *(c.key for c in _SHOWN_JSON)):
+        values.pop(name, None)
     return Allocation(**values)
 
 
 #: What an allocation's view shows, for :func:`allocation_rows`.
 _SHOWN = (
     Allocation.uuid, Allocation.created_at, Allocation.updated_at,
-    Allocation.candidate_nodes, Allocation.extra, Allocation.last_error,
+    *(stored_json(c) for c in _SHOWN_JSON), Allocation.last_error,
     Allocation.funnel_error, Allocation.name, Allocation.owner,
-    Allocation.resource_class, Allocation.state, Allocation.traits,
+    Allocation.resource_class, Allocation.state,
 )
 
 

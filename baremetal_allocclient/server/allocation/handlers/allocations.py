@@ -26,6 +26,7 @@ from baremetal_allocclient.server.allocation.service import (
 )
 from baremetal_allocclient.server.allocation.states import ERROR
 from baremetal_allocclient.server.api import (
+    json_text,
     listing,
     policy,
     prefer,
@@ -36,7 +37,7 @@ from baremetal_allocclient.server.api.context import (
     Context,
     empty_response,
     find_node,
-    json_response,
+    json_text_response,
 )
 from baremetal_allocclient.server.api.errors import (
     ApiError,
@@ -63,7 +64,7 @@ def _gate(ctx: Context, status: int, minor: int = versions.ALLOCATIONS,
 
 
 def _render(ctx: Context, allocation: Allocation, node_uuid: str | None,
-            fields: list[str] | None = None) -> dict[str, Any]:
+            fields: list[str] | None = None) -> str:
     return views.allocation_view(
         allocation, node_uuid, ctx.base_url, ctx.minor, fields,
         constraints_requested(ctx),
@@ -102,19 +103,16 @@ def list_allocations(ctx: Context) -> Response:
     render = views.allocation_renderer(
         ctx.base_url, ctx.minor, fields,
         constraints_requested(ctx))
-    items = [
-        render(cast(views.AllocationRecord, row), row.node_uuid)
-        for row in rows
-    ]
-    body: dict[str, Any] = {"allocations": items}
+    body = json_text.members([("allocations", json_text.array(
+        [render(row, row.node_uuid) for row in rows]))])
     last = rows[-1].uuid if rows else None
     link = listing.next_link(
         ctx.base_url, "allocations", dict(ctx.request.args), page,
         len(rows), last,
     )
     if link:
-        body["next"] = link
-    return json_response(body)
+        body = json_text.with_member(body, "next", json_text.string(link))
+    return json_text_response(body)
 
 
 def get_allocation(ctx: Context, ident: str) -> Response:
@@ -132,7 +130,7 @@ def get_allocation(ctx: Context, ident: str) -> Response:
     if fields is None and row.queue_deadline is not None:
         # Only an allocation waiting in line can have a place in line.
         body = _with_queue(ctx, lookups.allocation_from_row(row), body)
-    return json_response(body)
+    return json_text_response(body)
 
 
 def _validated_create_body(ctx: Context) -> dict[str, Any]:
@@ -197,7 +195,7 @@ def create_allocation(ctx: Context) -> Response:
     allocation = creating.store(services.db, services.workers, new,
                                 policy.principal(ctx))
     if allocation.state == ERROR:
-        return _created(ctx, views.allocation_view(
+        return _created(ctx, allocation.uuid, views.allocation_view(
             allocation, None, ctx.base_url, ctx.minor, None))
     wait = prefer.requested_wait(
         ctx.request.headers.getlist("Prefer"), services.max_prefer_wait
@@ -210,8 +208,8 @@ def create_allocation(ctx: Context) -> Response:
         answer.allocation, answer.node_uuid, ctx.base_url, ctx.minor, None,
         answer.settled and constraints_requested(ctx),
     )
-    response = _created(ctx, _queue_field(allocation, view,
-                                          answer.position))
+    response = _created(ctx, allocation.uuid,
+                        _queue_field(allocation, view, answer.position))
     if answer.waited:
         response.headers["Preference-Applied"] = f"wait={int(wait)}"
     return response
@@ -227,17 +225,17 @@ def _line_scope(ctx: Context) -> creating.LineScope | None:
     return creating.LineScope(None if who.admin else who.project)
 
 
-def _queue_field(allocation: Allocation, body: dict[str, Any],
-                 position: int | None) -> dict[str, Any]:
+def _queue_field(allocation: Allocation, body: str,
+                 position: int | None) -> str:
     """Add the queue extension's ``queue`` object (deadline, position in
     line) to the view of an allocation waiting in line."""
     if position is None or allocation.queue_deadline is None:
         return body
-    return {**body, "queue": line_view(allocation.queue_deadline, position)}
+    return json_text.with_member(body, "queue", json_text.value(
+        line_view(allocation.queue_deadline, position)))
 
 
-def _with_queue(ctx: Context, allocation: Allocation,
-                body: dict[str, Any]) -> dict[str, Any]:
+def _with_queue(ctx: Context, allocation: Allocation, body: str) -> str:
     """The view with the ``queue`` object when the request opted in and
     the allocation waits in line."""
     position = creating.place_in_line(ctx.services.db, allocation,
@@ -260,15 +258,13 @@ def _backfill(ctx: Context, body: dict[str, Any]) -> Response:
             owner=body.get("owner"),
         ), policy.principal(ctx),
         lambda session: node_as_filter_argument(ctx, session, node_ident))
-    return _created(ctx, views.allocation_view(
+    return _created(ctx, allocation.uuid, views.allocation_view(
         allocation, node_uuid, ctx.base_url, ctx.minor, None))
 
 
-def _created(ctx: Context, body: dict[str, Any]) -> Response:
-    response = json_response(body, 201)
-    response.headers["Location"] = (
-        f"{ctx.base_url}/v1/allocations/{body['uuid']}"
-    )
+def _created(ctx: Context, uuid: str, body: str) -> Response:
+    response = json_text_response(body, 201)
+    response.headers["Location"] = f"{ctx.base_url}/v1/allocations/{uuid}"
     return response
 
 
@@ -292,7 +288,7 @@ def update_allocation(ctx: Context, ident: str) -> Response:
     allocation, node_uuid = records.update(
         ctx.services.db,
         lambda session: find_allocation(session, ident, ctx), patch)
-    return json_response(_render(ctx, allocation, node_uuid))
+    return json_text_response(_render(ctx, allocation, node_uuid))
 
 
 def delete_allocation(ctx: Context, ident: str) -> Response:
@@ -332,7 +328,7 @@ def get_node_allocation(ctx: Context, ident: str) -> Response:
         return allocation
 
     allocation, node_uuid = records.node_allocation(ctx.services.db, find)
-    return json_response(_render(ctx, allocation, node_uuid, fields))
+    return json_text_response(_render(ctx, allocation, node_uuid, fields))
 
 
 def delete_node_allocation(ctx: Context, ident: str) -> Response:

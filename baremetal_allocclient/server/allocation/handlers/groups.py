@@ -29,8 +29,16 @@ from baremetal_allocclient.server.allocation.handlers.services import (
     allocation_services,
 )
 from baremetal_allocclient.server.allocation.service import grouping
-from baremetal_allocclient.server.api import policy, schemas, versions
-from baremetal_allocclient.server.api.context import Context, json_response
+from baremetal_allocclient.server.api import (
+    json_text,
+    policy,
+    schemas,
+    versions,
+)
+from baremetal_allocclient.server.api.context import (
+    Context,
+    json_text_response,
+)
 from baremetal_allocclient.server.api.errors import (
     ApiError,
     bad_request,
@@ -106,8 +114,9 @@ def create_group(ctx: Context) -> Response:
             candidate_nodes=list(body.get("candidate_nodes") or []),
             extra=extra, owner=body.get("owner"), constraints=wanted,
         ), policy.principal(ctx))
-    items = [views.allocation_view(member, node_uuid, ctx.base_url,
-                                   ctx.minor, None)
-             for member, node_uuid in members]
-    return json_response(
-        {"name": group, "count": count, "allocations": items}, 201)
+    render = views.allocation_renderer(ctx.base_url, ctx.minor)
+    return json_text_response(json_text.members([
+        ("name", json_text.value(group)), ("count", json_text.value(count)),
+        ("allocations", json_text.array(
+            render(member, node_uuid) for member, node_uuid in members)),
+    ]), 201)

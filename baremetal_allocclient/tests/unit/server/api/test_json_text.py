@@ -1,0 +1,134 @@
+"""Documents assembled from JSON text are what ``json.dumps`` writes."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import types
+from typing import Any
+
+import testtools
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from baremetal_allocclient.server.allocation import views
+from baremetal_allocclient.server.api import json_text
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=20,
+)
+_OBJECTS = st.dictionaries(st.text(max_size=4), _JSON, min_size=1,
+                           max_size=4)
+
+
+class JsonTextTests(testtools.TestCase):
+
+    @settings(max_examples=200, derandomize=True)
+    @given(_OBJECTS, st.text(max_size=4), _JSON)
+    def test_assembled_as_json_dumps_writes(
+            self, obj: dict[str, Any], key: str, value: Any) -> None:
+        pieces = [(k, json.dumps(v)) for k, v in obj.items()]
+        self.assertEqual(json.dumps(obj), json_text.members(pieces))
+        self.assertEqual(json.dumps(list(obj.values())),
+                         json_text.array(text for _, text in pieces))
+        self.assertEqual(json.dumps({**obj, key: value}) if key not in obj
+                         else json.dumps(obj)[:-1] + ", "
+                         + json.dumps(key) + ": " + json.dumps(value) + "}",
+                         json_text.with_member(json_text.members(pieces),
+                                               key, json.dumps(value)))
+
+    def test_stored_columns(self) -> None:
+        self.assertEqual('{"a": 1}', json_text.stored('{"a": 1}', "{}"))
+        self.assertEqual('{"a": 1}', json_text.stored({"a": 1}, "{}"))
+        for empty in (None, "null", {}, []):
+            self.assertEqual("[]", json_text.stored(empty, "[]"))
+
+
+def _orm_like(**values: Any) -> Any:
+    base: dict[str, Any] = {
+        "uuid": "8b3a1c9e-54a4-4d56-9d8f-3f0f1d6c2a10", "name": None,
+        "created_at": datetime.datetime(2026, 11, 26, 1, 2, 3),
+        "updated_at": None, "candidate_nodes": [], "extra": {},
+        "last_error": None, "funnel_error": None, "owner": None,
+        "resource_class": "rc", "state": "allocating", "traits": [],
+    }
+    base.update(values)
+    return types.SimpleNamespace(**base)
+
+
+def _as_stored(allocation: Any) -> Any:
+    """The same allocation as a row of stored JSON text."""
+    return types.SimpleNamespace(**{
+        **vars(allocation),
+        **{k: json.dumps(getattr(allocation, k))
+           for k in ("candidate_nodes", "extra", "traits")}})
+
+
+def _expected(allocation: Any, node_uuid: str | None, base: str,
+              funnel: bool) -> dict[str, Any]:
+    """The view as a dict, field by field, in Ironic's order."""
+    def when(value: datetime.datetime | None) -> str | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=datetime.timezone.utc)
+        return value.isoformat()
+    return {
+        "uuid": allocation.uuid, "created_at": when(allocation.created_at),
+        "updated_at": when(allocation.updated_at),
+        "candidate_nodes": allocation.candidate_nodes or [],
+        "extra": allocation.extra or {},
+        "last_error": (allocation.funnel_error or allocation.last_error)
+        if funnel else allocation.last_error,
+        "name": allocation.name, "owner": allocation.owner,
+        "resource_class": allocation.resource_class,
+        "state": allocation.state, "traits": allocation.traits or [],
+        "links": [
+            {"href": f"{base}/v1/allocations/{allocation.uuid}",
+             "rel": "self"},
+            {"href": f"{base}/allocations/{allocation.uuid}",
+             "rel": "bookmark"}],
+        "node_uuid": node_uuid,
+    }
+
+
+class AllocationRendererTests(testtools.TestCase):
+
+    @settings(max_examples=100, derandomize=True)
+    @given(extra=_OBJECTS, name=st.none() | st.text(max_size=5),
+           last_error=st.none() | st.text(max_size=8),
+           funnel_error=st.none() | st.text(max_size=8),
+           funnel=st.booleans(),
+           updated=st.none() | st.datetimes(
+               timezones=st.none() | st.just(datetime.timezone.utc)),
+           node_uuid=st.none() | st.uuids().map(str))
+    def test_json_dumps_of_the_view(self, extra: dict[str, Any],
+                                    name: str | None,
+                                    last_error: str | None,
+                                    funnel_error: str | None, funnel: bool,
+                                    updated: datetime.datetime | None,
+                                    node_uuid: str | None) -> None:
+        allocation = _orm_like(
+            extra=extra, name=name, last_error=last_error,
+            funnel_error=funnel_error, updated_at=updated,
+            traits=["CUSTOM_B", "CUSTOM_A"], candidate_nodes=["n\u00e9"])
+        base = 'http://h\u00e9"st:1'
+        render = views.allocation_renderer(base, 100, funnel=funnel)
+        expected = json.dumps(_expected(allocation, node_uuid, base, funnel))
+        self.assertEqual(expected, render(allocation, node_uuid))
+        self.assertEqual(expected, render(_as_stored(allocation), node_uuid))
+
+    def test_fields_and_versions(self) -> None:
+        allocation = _orm_like(owner="p")
+        view = json.loads(views.allocation_renderer(
+            "http://h", 100, ["extra", "uuid"])(allocation, None))
+        self.assertEqual(["uuid", "extra", "links"], list(view))
+        old = json.loads(views.allocation_renderer("http://h", 59)(
+            allocation, None))
+        self.assertNotIn("owner", old)
+        self.assertEqual("p", json.loads(views.allocation_renderer(
+            "http://h", 60)(allocation, None))["owner"])
