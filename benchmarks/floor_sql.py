@@ -33,11 +33,15 @@ from contextlib import contextmanager
 from typing import Any
 
 WINDOW = 32  # candidates per search, as the server's CANDIDATE_WINDOW
+# The JSON columns a view shows are read as the text they were stored as,
+# as the server reads them ("{text}" is PostgreSQL's cast, which keeps its
+# driver from decoding them; SQLite's driver returns text anyway).
 COLUMNS = ("allocations.id, allocations.uuid, allocations.name, "
            "allocations.node_id, allocations.state, allocations.last_error, "
            "allocations.funnel_error, allocations.resource_class, "
-           "allocations.traits, allocations.candidate_nodes, "
-           "allocations.extra, allocations.owner, allocations.constraints, "
+           "allocations.traits{text}, allocations.candidate_nodes{text}, "
+           "allocations.extra{text}, allocations.owner, "
+           "allocations.constraints, "
            "allocations.conductor_affinity, allocations.queue_deadline, "
            "allocations.created_at, allocations.updated_at, nodes.uuid")
 INSERT = ("INSERT INTO allocations (uuid, state, resource_class, traits, "
@@ -85,7 +89,9 @@ class Driver:
 
     def execute(self, sql: str, params: Sequence[Any]) -> Any:
         if not self.sqlite:
-            sql = sql.replace("?", "%s")
+            sql = sql.replace("?", "%s").replace("{text}", "::text")
+        else:
+            sql = sql.replace("{text}", "")
         return self.conn.execute(sql, params)
 
     @contextmanager

@@ -159,6 +159,9 @@ class Application:
             endpoint = f"r{i}"
             self._map.add(Rule(path, methods=[method], endpoint=endpoint))
             self._handlers[endpoint] = handler
+        # Matching reads only the path and the method (no host or
+        # subdomain rules), so the map is bound once, not per request.
+        self._routes = self._map.bind("localhost")
 
     def __call__(
         self, environ: dict[str, Any], start_response: Callable[..., Any]
@@ -216,8 +219,8 @@ class Application:
         ctx = Context(request, version, base, self.services)
         try:
             storable.check_url(path, request.args.items(multi=True))
-            adapter = self._map.bind_to_environ(request.environ)
-            rule, args = adapter.match(return_rule=True)
+            rule, args = self._routes.match(
+                request.path, method=request.method, return_rule=True)
             limits.check_query(
                 rule.rule, request.method, request.args.items(multi=True)
             )

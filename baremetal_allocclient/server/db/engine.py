@@ -211,6 +211,11 @@ class SchemaOutOfDate(Exception):
     """The database schema is older than this code (or missing)."""
 
 
+#: Execution option of :meth:`Database.statement_connection` on SQLite:
+#: the "begin" hook sends no ``BEGIN``.
+_ONE_STATEMENT = "baremetal_alloc_one_statement"
+
+
 def _sqlite_tuning(engine: Engine) -> None:
     """WAL, busy timeout, foreign keys and explicit BEGIN handling."""
 
@@ -227,6 +232,8 @@ def _sqlite_tuning(engine: Engine) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
+        if conn.get_execution_options().get(_ONE_STATEMENT):
+            return  # the statement is its own transaction
         immediate = conn.info.get("immediate", False)
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
@@ -387,6 +394,22 @@ class Database:
         no ORM objects: the poll, the list, the candidate window; and,
         inside :meth:`write_connection`, the writes of a reservation)."""
         with self.engine.connect() as conn, conn.begin():
+            yield conn
+
+    @contextlib.contextmanager
+    def statement_connection(self) -> Iterator[Connection]:
+        """A Core connection for one read statement, which is its own
+        transaction: a single statement reads one consistent snapshot on
+        every database, so the poll sends no ``BEGIN`` and no
+        ``ROLLBACK`` (on PostgreSQL the connection is in autocommit for
+        the block, saving those two round trips).  MariaDB keeps its
+        implicit transaction: switching its autocommit costs a round
+        trip each way."""
+        with self.engine.connect() as conn:
+            if self.is_sqlite:
+                conn = conn.execution_options(**{_ONE_STATEMENT: True})
+            elif self.engine.dialect.name == "postgresql":
+                conn = conn.execution_options(isolation_level="AUTOCOMMIT")
             yield conn
 
     @contextlib.contextmanager

@@ -73,9 +73,9 @@ def list_page(db: Database, asked: Listing) -> Sequence[Row[Any]]:
 
 
 def read(db: Database, find: Callable[[Connection], _Read]) -> _Read:
-    """What ``find`` reads on a bare connection (an allocation's row and
-    its node's UUID), in a read transaction."""
-    with db.read_connection() as conn:
+    """What ``find`` reads in one statement on a bare connection (an
+    allocation's row and its node's UUID)."""
+    with db.statement_connection() as conn:
         return find(conn)
 
 
