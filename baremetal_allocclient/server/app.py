@@ -176,12 +176,13 @@ class Application:
             headers[versions.HEADER] = str(version)
         headers["X-OpenStack-Request-Id"] = request_id
         headers["OpenStack-Request-Id"] = request_id
-        LOG.info(
-            "%s %s %s -> %s user=%s", request.method,
-            request.full_path.rstrip("?"),
-            request.headers.get(versions.HEADER, "-"), response.status_code,
-            environ.get("REMOTE_USER", "-"),
-        )
+        if LOG.isEnabledFor(logging.INFO):  # the line costs its arguments
+            LOG.info(
+                "%s %s %s -> %s user=%s", request.method,
+                request.full_path.rstrip("?"),
+                request.headers.get(versions.HEADER, "-"),
+                response.status_code, environ.get("REMOTE_USER", "-"),
+            )
         return response(environ, start_response)
 
     def _base_url(self, request: Request) -> str:

@@ -390,19 +390,19 @@ class Database:
     @contextlib.contextmanager
     def read_connection(self) -> Iterator[Connection]:
         """:meth:`read` without the ORM session: a short transaction on a
-        Core connection (for paths that run prebuilt statements and build
-        no ORM objects: the poll, the list, the candidate window; and,
-        inside :meth:`write_connection`, the writes of a reservation)."""
+        Core connection (what :meth:`write_connection` runs the writes of
+        a reservation in, on PostgreSQL and MariaDB)."""
         with self.engine.connect() as conn, conn.begin():
             yield conn
 
     @contextlib.contextmanager
     def statement_connection(self) -> Iterator[Connection]:
-        """A Core connection for one read statement, which is its own
-        transaction: a single statement reads one consistent snapshot on
-        every database, so the poll sends no ``BEGIN`` and no
-        ``ROLLBACK`` (on PostgreSQL the connection is in autocommit for
-        the block, saving those two round trips).  MariaDB keeps its
+        """A Core connection for reads that need no snapshot across
+        statements (the poll's one statement, the candidate window):
+        each statement is its own transaction and reads one consistent
+        snapshot on every database, so no ``BEGIN`` and no ``ROLLBACK``
+        are sent (on PostgreSQL the connection is in autocommit for the
+        block, saving those two round trips).  MariaDB keeps its
         implicit transaction: switching its autocommit costs a round
         trip each way."""
         with self.engine.connect() as conn:

@@ -134,19 +134,24 @@ def allocation_from_row(row: Row[Any]) -> Allocation:
     return Allocation(**values)
 
 
-#: What an allocation's view shows, for :func:`allocation_rows`.
-_SHOWN = (
-    Allocation.uuid, Allocation.created_at, Allocation.updated_at,
-    *(stored_json(c) for c in _SHOWN_JSON), Allocation.last_error,
-    Allocation.funnel_error, Allocation.name, Allocation.owner,
-    Allocation.resource_class, Allocation.state,
+#: What an allocation's view shows, in the order of the columns of
+#: :func:`allocation_rows` (rendering reads its rows by position).
+ALLOCATION_VIEW_COLUMNS = (
+    "uuid", "created_at", "updated_at", "candidate_nodes", "extra",
+    "traits", "last_error", "funnel_error", "name", "owner",
+    "resource_class", "state",
+)
+_SHOWN = tuple(
+    stored_json(getattr(Allocation, name))
+    if name in {c.key for c in _SHOWN_JSON} else getattr(Allocation, name)
+    for name in ALLOCATION_VIEW_COLUMNS
 )
 
 
 def allocation_rows() -> Select[Any]:
-    """Every allocation's row with the columns its view shows and its
-    node's UUID (``node_uuid``), for the caller to filter, order and
-    page."""
+    """Every allocation's row with the columns its view shows (in the
+    order of :data:`ALLOCATION_VIEW_COLUMNS`) and its node's UUID
+    (``node_uuid``, last), for the caller to filter, order and page."""
     return select(*_SHOWN, Node.uuid.label("node_uuid")).outerjoin(
         Node, Node.id == Allocation.node_id
     )

@@ -123,7 +123,9 @@ class DatabaseBackend:
         # A waiting allocation is tried again on the next queue round.
         rounds = 1 if job.queue_deadline is not None else SEARCH_ROUNDS
         for round_ in range(rounds):
-            with self._db.read_connection() as conn:
+            # Each statement of the window is its own transaction: the
+            # reservation checks the node again.
+            with self._db.statement_connection() as conn:
                 top = self._highest_node_id(conn)
                 with self._rng_lock:
                     pivot = self._rng.randint(1, max(top, 1))

@@ -104,7 +104,7 @@ def list_allocations(ctx: Context) -> Response:
         ctx.base_url, ctx.minor, fields,
         constraints_requested(ctx))
     body = json_text.members([("allocations", json_text.array(
-        [render(row, row.node_uuid) for row in rows]))])
+        [render.row(row) for row in rows]))])
     last = rows[-1].uuid if rows else None
     link = listing.next_link(
         ctx.base_url, "allocations", dict(ctx.request.args), page,

@@ -30,7 +30,8 @@ SHARED_PACKAGES = (f"{SERVER}.api", f"{SERVER}.db")
 HANDLER_PACKAGES = (f"{ALLOCATION}.handlers", f"{IRONIC}.handlers")
 #: The methods of ``Database`` that open a transaction.
 TRANSACTION_METHODS = frozenset(
-    {"read", "write", "read_connection", "write_connection"})
+    {"read", "write", "read_connection", "write_connection",
+     "statement_connection"})
 #: The names a function working in a caller's transaction gives it.
 TRANSACTION_PARAMETERS = frozenset({"session", "conn", "connection"})
 

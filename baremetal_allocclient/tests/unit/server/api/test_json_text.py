@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import inspect
 import json
 import types
 from typing import Any
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 
 from baremetal_allocclient.server.allocation import views
 from baremetal_allocclient.server.api import json_text
+from baremetal_allocclient.server.db import lookups
 
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers()
@@ -121,6 +123,17 @@ class AllocationRendererTests(testtools.TestCase):
         expected = json.dumps(_expected(allocation, node_uuid, base, funnel))
         self.assertEqual(expected, render(allocation, node_uuid))
         self.assertEqual(expected, render(_as_stored(allocation), node_uuid))
+        row = (*(getattr(_as_stored(allocation), name)
+                 for name in lookups.ALLOCATION_VIEW_COLUMNS), node_uuid)
+        self.assertEqual(expected, render.row(row))
+
+    def test_rows_are_read_in_the_order_they_are_selected(self) -> None:
+        self.assertEqual(
+            [*lookups.ALLOCATION_VIEW_COLUMNS, "node_uuid"],
+            [c.name for c in lookups.allocation_rows().selected_columns])
+        self.assertEqual(
+            [*lookups.ALLOCATION_VIEW_COLUMNS, "node_uuid"],
+            list(inspect.signature(views._field_texts).parameters)[:-2])
 
     def test_fields_and_versions(self) -> None:
         allocation = _orm_like(owner="p")
