@@ -9,7 +9,12 @@ and reports, per command: median and best wall time, peak RSS of the process
 
 Commands measured:
 
-* ``baremetal-alloc list`` (this project, standalone);
+* the floor: ``python -c`` importing ``requests`` and sending one ``GET``
+  of the list (what any Python command line that lists allocations does
+  at least);
+* ``baremetal-alloc list`` (this project, standalone), and its ratio to
+  each other command, run by run (the runs are interleaved, so each pair
+  saw the same machine), as medians;
 * ``openstack baremetal allocation list`` served by this project's plugin;
 * python-ironicclient's ``baremetal allocation list`` and ``openstack
   baremetal allocation list`` from a virtualenv without this project
@@ -201,6 +206,16 @@ class Sample:
         self.requests = proxy.count - before
 
 
+def _shown_path(executable: str) -> str:
+    """An executable relative to the checkout, or (outside it, like the
+    peers' virtualenvs) from its virtualenv's directory on: the results
+    are committed, and a machine's own paths mean nothing elsewhere."""
+    path = os.path.relpath(executable, REPO)
+    if path.startswith(os.pardir):
+        path = os.path.join(*executable.split(os.sep)[-3:])
+    return path
+
+
 class Series:
     """Samples of one command line."""
 
@@ -218,7 +233,7 @@ class Series:
             "name": self.name,
             # Executables relative to the checkout: the results are
             # committed, and a machine's own paths mean nothing elsewhere.
-            "argv": [os.path.relpath(self.argv[0], REPO), *self.argv[1:]],
+            "argv": [_shown_path(self.argv[0]), *self.argv[1:]],
             "runs": len(samples),
             "median_s": statistics.median(s.wall for s in samples),
             "min_s": min(s.wall for s in samples),
@@ -227,6 +242,29 @@ class Series:
             "http_requests": statistics.median(s.requests for s in samples),
             "exit_codes": sorted({s.code for s in samples}),
         }
+
+
+#: The floor of a command line that lists allocations: the interpreter,
+#: ``import requests`` and one GET of the list.
+BARE = "python -c 'import requests; requests.get(list)'"
+
+
+def paired_ratios(series: Sequence[Series], name: str
+                  ) -> dict[str, dict[str, float]]:
+    """Median, over the interleaved runs, of each run of ``name`` divided
+    by the run of every other series made just before or after it (wall
+    and CPU): a drifting machine affects both runs of a pair alike."""
+    mine = next(item for item in series if item.name == name)
+    ratios = {}
+    for other in series:
+        if other is mine:
+            continue
+        pairs = list(zip(mine.samples, other.samples, strict=True))
+        ratios[other.name] = {
+            "wall": statistics.median(a.wall / b.wall for a, b in pairs),
+            "cpu": statistics.median(a.cpu / b.cpu for a, b in pairs),
+        }
+    return ratios
 
 
 def measure(series: Sequence[Series], runs: int, proxy: CountingProxy
@@ -341,7 +379,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         endpoint = f"http://127.0.0.1:{proxy.port}"
         env = base_env()
         noauth = ["--os-auth-type", "none", "--os-endpoint", endpoint]
+        bare = ("import requests; requests.get("
+                f"{endpoint + '/v1/allocations'!r}, headers="
+                "{'X-OpenStack-Ironic-API-Version': 'latest'}, timeout=30"
+                ").raise_for_status()")
         series = [
+            Series(BARE, [sys.executable, "-c", bare], env),
             Series("baremetal-alloc list",
                    [os.path.join(BIN, "baremetal-alloc"), "--os-endpoint",
                     endpoint, "list"], env),
@@ -361,6 +404,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 [os.path.join(ironic_bin, "openstack"), *noauth,
                  "baremetal", "allocation", "list"], env))
         results.extend(measure(series, args.runs, proxy))
+        ratios = paired_ratios(series, "baremetal-alloc list")
         per_verb = requests_per_verb(endpoint, proxy, env)
 
         # Plugin overhead on an unrelated command, same interpreter and path.
@@ -397,6 +441,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{item['name']:<62} {item['median_s']:>9.3f} "
               f"{item['min_s']:>7.3f} {item['median_cpu_s']:>6.3f} "
               f"{item['peak_rss_mib']:>8.1f} {item['http_requests']:>5g}")
+    for other, ratio in ratios.items():
+        print(f"baremetal-alloc list / {other}: {ratio['wall']:.2f}x wall, "
+              f"{ratio['cpu']:.2f}x CPU (median of paired runs)")
     print("HTTP requests per baremetal-alloc command: " + ", ".join(
         f"{verb} {count}" for verb, count in per_verb.items()))
     print("plugin overhead on an unrelated openstack command: "
@@ -409,6 +456,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "load_average": os.getloadavg(),
         "results": results,
         "plugin_overhead_ms": overhead,
+        "baremetal_alloc_list_paired_ratios": ratios,
         "requests_per_verb": per_verb,
     }
     if args.json_path:

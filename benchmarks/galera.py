@@ -31,12 +31,11 @@ from typing import Any
 
 import requests
 
+from baremetal_allocclient.tests.fixtures import launcher
+from baremetal_allocclient.tests.fixtures.launcher import ServerProcess
 from baremetal_allocclient.tests.functional.multiprocess import (
     _cluster,
     _galera,
-)
-from baremetal_allocclient.tests.functional.server._server import (
-    ServerProcess,
 )
 
 HEADERS = {"X-OpenStack-Ironic-API-Version": "latest",
@@ -60,7 +59,7 @@ class SetUp:
 
     def start(self) -> None:
         self.cluster.start()
-        _cluster.upgrade(self.url(0))
+        launcher.upgrade(self.url(0))
         for index in range(3):
             self.servers.append(_cluster.start(
                 self.url(index), f"{self.name}-{index}", "--workers", "8"))

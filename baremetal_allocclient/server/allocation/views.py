@@ -130,16 +130,6 @@ class AllocationRenderer:
             *_field_texts(*row, funnel=self._funnel, hrefs=self._hrefs))
 
 
-def allocation_renderer(
-    base_url: str,
-    minor: int,
-    fields: Sequence[str] | None = None,
-    funnel: bool = False,
-) -> AllocationRenderer:
-    """An :class:`AllocationRenderer`."""
-    return AllocationRenderer(base_url, minor, fields, funnel)
-
-
 #: Every field a view can show, in Ironic's order: the order of the
 #: texts :func:`_field_texts` returns.
 _FIELDS = (
@@ -207,6 +197,6 @@ def allocation_view(
     fields: Sequence[str] | None = None,
     funnel: bool = False,
 ) -> str:
-    """One allocation as :func:`allocation_renderer` renders it."""
-    return allocation_renderer(base_url, minor, fields, funnel)(
+    """One allocation as :class:`AllocationRenderer` renders it."""
+    return AllocationRenderer(base_url, minor, fields, funnel)(
         allocation, node_uuid)

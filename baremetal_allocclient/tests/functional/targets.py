@@ -229,6 +229,14 @@ class Target:
         return int(self._process.popen.pid)
 
     @property
+    def workdir(self) -> str:
+        """The working directory of the server process this target
+        started (Ironic's holds its configuration and SQLite file)."""
+        if self._process is None:
+            raise TargetError(f"{self.name} has no process of its own")
+        return self._process.workdir
+
+    @property
     def db_url(self) -> str:
         """The reference server's database."""
         if self._server is None:

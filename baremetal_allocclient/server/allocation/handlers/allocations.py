@@ -100,7 +100,7 @@ def list_allocations(ctx: Context) -> Response:
         marker=None if marker_ident is None else (
             lambda session: find_allocation(session, marker_ident, ctx)),
     ))
-    render = views.allocation_renderer(
+    render = views.AllocationRenderer(
         ctx.base_url, ctx.minor, fields,
         constraints_requested(ctx))
     body = json_text.members([("allocations", json_text.array(

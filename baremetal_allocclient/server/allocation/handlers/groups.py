@@ -114,7 +114,7 @@ def create_group(ctx: Context) -> Response:
             candidate_nodes=list(body.get("candidate_nodes") or []),
             extra=extra, owner=body.get("owner"), constraints=wanted,
         ), policy.principal(ctx))
-    render = views.allocation_renderer(ctx.base_url, ctx.minor)
+    render = views.AllocationRenderer(ctx.base_url, ctx.minor)
     return json_text_response(json_text.members([
         ("name", json_text.value(group)), ("count", json_text.value(count)),
         ("allocations", json_text.array(

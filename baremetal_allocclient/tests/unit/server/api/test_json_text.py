@@ -119,7 +119,7 @@ class AllocationRendererTests(testtools.TestCase):
             funnel_error=funnel_error, updated_at=updated,
             traits=["CUSTOM_B", "CUSTOM_A"], candidate_nodes=["n\u00e9"])
         base = 'http://h\u00e9"st:1'
-        render = views.allocation_renderer(base, 100, funnel=funnel)
+        render = views.AllocationRenderer(base, 100, funnel=funnel)
         expected = json.dumps(_expected(allocation, node_uuid, base, funnel))
         self.assertEqual(expected, render(allocation, node_uuid))
         self.assertEqual(expected, render(_as_stored(allocation), node_uuid))
@@ -137,11 +137,11 @@ class AllocationRendererTests(testtools.TestCase):
 
     def test_fields_and_versions(self) -> None:
         allocation = _orm_like(owner="p")
-        view = json.loads(views.allocation_renderer(
+        view = json.loads(views.AllocationRenderer(
             "http://h", 100, ["extra", "uuid"])(allocation, None))
         self.assertEqual(["uuid", "extra", "links"], list(view))
-        old = json.loads(views.allocation_renderer("http://h", 59)(
+        old = json.loads(views.AllocationRenderer("http://h", 59)(
             allocation, None))
         self.assertNotIn("owner", old)
-        self.assertEqual("p", json.loads(views.allocation_renderer(
+        self.assertEqual("p", json.loads(views.AllocationRenderer(
             "http://h", 60)(allocation, None))["owner"])
