@@ -24,11 +24,6 @@ def value(obj: Any) -> str:
     return json.dumps(obj)
 
 
-def optional_string(text: str | None) -> str:
-    """A string or ``null``."""
-    return "null" if text is None else _encode_string(text)
-
-
 def stored(text: str | Any | None, default: str) -> str:
     """A JSON column's value as JSON text: the text it was stored as
     (selected without decoding, see ``db.lookups.stored_json``), or the

@@ -85,8 +85,7 @@ def allocation_by_ident(
 
 #: The JSON columns an allocation's view shows: answers copy them as
 #: the text they were stored as (``api.json_text``).
-_SHOWN_JSON = (Allocation.candidate_nodes, Allocation.extra,
-               Allocation.traits)
+_SHOWN_JSON = frozenset({"candidate_nodes", "extra", "traits"})
 
 
 def stored_json(column: Any) -> Any:
@@ -96,13 +95,17 @@ def stored_json(column: Any) -> Any:
     return sql_cast(column, Text).label(column.key)
 
 
+def _as_shown(column: Any) -> Any:
+    """An allocation's column as a view reads it: the JSON ones it shows
+    as stored text, the others as they are."""
+    return stored_json(column) if column.key in _SHOWN_JSON else column
+
+
 @functools.cache
 def _allocation_with_node_uuid(by_uuid: bool) -> Select[Any]:
     column = Allocation.uuid if by_uuid else Allocation.name
-    shown_json = {c.key for c in _SHOWN_JSON}
     return (
-        select(*(stored_json(c) if c.key in shown_json else c
-                 for c in Allocation.__table__.columns),
+        select(*map(_as_shown, Allocation.__table__.columns),
                Node.uuid.label("node_uuid"))
         .outerjoin(Node, Node.id == Allocation.node_id)
         .where(column == bindparam("ident"))
@@ -129,7 +132,7 @@ def allocation_from_row(row: Row[Any]) -> Allocation:
     of :func:`allocation_for_reading`, without the JSON columns its view
     shows (they are text there)."""
     values = dict(row._mapping)
-    for name in ("node_uuid", *(c.key for c in _SHOWN_JSON)):
+    for name in ("node_uuid", *_SHOWN_JSON):
         values.pop(name, None)
     return Allocation(**values)
 
@@ -141,11 +144,8 @@ ALLOCATION_VIEW_COLUMNS = (
     "traits", "last_error", "funnel_error", "name", "owner",
     "resource_class", "state",
 )
-_SHOWN = tuple(
-    stored_json(getattr(Allocation, name))
-    if name in {c.key for c in _SHOWN_JSON} else getattr(Allocation, name)
-    for name in ALLOCATION_VIEW_COLUMNS
-)
+_SHOWN = tuple(_as_shown(getattr(Allocation, name))
+               for name in ALLOCATION_VIEW_COLUMNS)
 
 
 def allocation_rows() -> Select[Any]:
