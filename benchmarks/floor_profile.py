@@ -3,7 +3,8 @@
 ``python -m benchmarks.floor_profile``: on a fresh SQLite fleet, the server
 runs under :mod:`benchmarks.profiled_serve` (every thread under cProfile,
 timed by its thread's CPU clock) twice: once serving only ``Prefer: wait``
-creates, once only ``GET`` of one allocation.  For each, the CPU is
+creates, once only ``GET`` of one allocation; with ``--lists N``, a
+third time serving only lists of every allocation made.  For each, the CPU is
 summed by where the code lives (SQLAlchemy, waitress, the server's own
 packages, the driver...; self time, a built-in's charged to its callers)
 and the functions with the most
@@ -176,10 +177,12 @@ def profiled(db: str, workdir: str, phase: str,
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    """Profiles of creates and of polls on SQLite, printed and returned."""
+    """Profiles of creates, of polls and (``--lists``) of lists on
+    SQLite, printed and returned."""
     workdir = tempfile.mkdtemp(prefix="baremetal-alloc-profile-")
     db = f"sqlite:///{workdir}/profile.sqlite"
     creates, gets = int(args.allocations), int(args.gets)
+    lists = int(args.lists)
     uuids: list[str] = []
     try:
         reference.server("db", "upgrade", "--db", db)
@@ -199,10 +202,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 client.get(uuids[index % len(uuids)])
             return gets
 
+        def listing(client: floor.Client, warm: Callable[[], None]) -> int:
+            for _ in range(2):
+                client.list(len(uuids))
+            warm()
+            for _ in range(lists):
+                client.list(len(uuids))
+            return lists
+
         result = {"create": profiled(db, workdir, "create", create,
                                      args.pstats_dir),
                   "poll": profiled(db, workdir, "poll", poll,
                                    args.pstats_dir)}
+        if lists:
+            result["list"] = profiled(db, workdir, "list", listing,
+                                      args.pstats_dir)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     for phase, summary in result.items():
@@ -230,6 +244,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--allocations", type=int, default=300)
     parser.add_argument("--gets", type=int, default=1000)
+    parser.add_argument("--lists", type=int, default=0,
+                        help="also profile this many lists of every "
+                        "allocation made (with the warm-up's)")
     parser.add_argument("--output", default=os.path.join(
         floor.RESULTS, "floor-profile.json"))
     parser.add_argument("--pstats-dir", help="keep the profiles (pstats "

@@ -7,7 +7,7 @@ the same table drives rendering and ``fields=`` validation.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from baremetal_allocclient.server.api import json_text, versions
@@ -86,7 +86,16 @@ class AllocationRecord(Protocol):
     def traits(self) -> str | list[str] | None: ...
 
 
-def _time(value: datetime.datetime | None) -> str:
+def _time(value: datetime.datetime | str | None) -> str:
+    """A stored timestamp (naive UTC: a ``datetime``, or SQLite's text
+    ``YYYY-MM-DD HH:MM:SS.ffffff`` as ``lookups.driver_timestamp``
+    reads it) as the JSON text of Ironic's ISO 8601 with offset."""
+    if isinstance(value, str):
+        if len(value) == 26 and value[20:] != "000000":  # SQLite's, as is
+            return f'"{value[:10]}T{value[11:]}+00:00"'
+        value = datetime.datetime.fromisoformat(value)
+    if type(value) is datetime.datetime and value.tzinfo is None:
+        return f'"{value.isoformat()}+00:00"'
     text = timestamp(value)
     return "null" if text is None else f'"{text}"'
 
@@ -100,7 +109,8 @@ class AllocationRenderer:
     ``funnel`` (the request opted into the constraints extension)
     ``last_error`` carries the selection funnel when one was recorded.
     Everything but the allocation is decided once, for rendering many:
-    the shown fields become one format string over :func:`_field_texts`.
+    the shown fields become one ``%`` template over the texts
+    :func:`_field_texts` returns (and which of them it shows).
     """
 
     def __init__(self, base_url: str, minor: int,
@@ -109,8 +119,12 @@ class AllocationRenderer:
         names = allocation_fields(minor)
         if fields is not None:
             names = [n for n in names if n in fields or n == "links"]
-        self._template = "{{" + ", ".join(
-            f'"{name}": {{{_FIELDS.index(name)}}}' for name in names) + "}}"
+        self._template = "{" + ", ".join(
+            f'"{name}": %s' for name in names) + "}"
+        shown = tuple(_FIELDS.index(name) for name in names)
+        self._shown: Callable[[tuple[str, ...]], tuple[str, ...]] | None = (
+            None if shown == tuple(range(len(_FIELDS)))
+            else lambda texts: tuple(texts[i] for i in shown))
         self._hrefs = (
             json_text.string(f"{base_url}/v1/allocations/")[:-1],
             json_text.string(f"{base_url}/allocations/")[:-1])
@@ -126,8 +140,9 @@ class AllocationRenderer:
     def row(self, row: Sequence[Any]) -> str:
         """A row of ``lookups.allocation_rows``, read by position (the
         fast way: a list renders a thousand)."""
-        return self._template.format(
-            *_field_texts(*row, funnel=self._funnel, hrefs=self._hrefs))
+        texts = _field_texts(self._funnel, self._hrefs, *row)
+        return self._template % (
+            texts if self._shown is None else self._shown(texts))
 
 
 #: Every field a view can show, in Ironic's order: the order of the
@@ -140,24 +155,23 @@ _FIELDS = (
 
 
 def _field_texts(
-    uuid: str, created_at: datetime.datetime,
-    updated_at: datetime.datetime | None,
+    funnel: bool, hrefs: tuple[str, str],
+    uuid: str, created_at: datetime.datetime | str,
+    updated_at: datetime.datetime | str | None,
     candidate_nodes: str | list[str] | None,
     extra: str | dict[str, Any] | None,
     traits: str | list[str] | None, last_error: str | None,
     funnel_error: str | None, name: str | None, owner: str | None,
     resource_class: str | None, state: str, node_uuid: str | None,
-    *, funnel: bool, hrefs: tuple[str, str],
 ) -> tuple[str, ...]:
     """The JSON text of every field in :data:`_FIELDS`, in that order,
-    from an allocation's values in the order of
+    for a renderer's ``funnel`` and links (``hrefs``), from an
+    allocation's values in the order of
     ``lookups.ALLOCATION_VIEW_COLUMNS`` and its node's UUID.
 
     This runs for every row of a list, so the common cases are inline:
     a stored JSON text is copied when it is a string other than
-    ``null`` (anything else goes through ``json_text.stored``), a naive
-    UTC timestamp is written directly (anything else through
-    :func:`_time`).
+    ``null`` (anything else goes through ``json_text.stored``).
     """
     string = json_text.string
     stored = json_text.stored
@@ -166,11 +180,8 @@ def _field_texts(
         last_error = funnel_error
     return (
         quoted_uuid,
-        f'"{created_at.isoformat()}+00:00"' if created_at.tzinfo is None
-        else _time(created_at),
-        f'"{updated_at.isoformat()}+00:00"'
-        if updated_at is not None and updated_at.tzinfo is None
-        else _time(updated_at),
+        _time(created_at),
+        _time(updated_at),
         candidate_nodes
         if type(candidate_nodes) is str and candidate_nodes != "null"
         else stored(candidate_nodes, "[]"),

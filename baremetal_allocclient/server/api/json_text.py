@@ -37,9 +37,15 @@ def stored(text: str | Any | None, default: str) -> str:
 
 
 def members(pairs: Iterable[tuple[str, str]]) -> str:
-    """An object from (key, JSON text of the value) pairs."""
-    return "{" + ", ".join(
-        f"{_encode_string(key)}: {text}" for key, text in pairs) + "}"
+    """An object from (key, JSON text of the value) pairs, each value's
+    text copied once (a list's array is most of its answer)."""
+    parts = ["{"]
+    for key, text in pairs:
+        parts += (_encode_string(key), ": ", text, ", ")
+    if len(parts) > 1:
+        parts.pop()  # the last separator
+    parts.append("}")
+    return "".join(parts)
 
 
 def array(items: Iterable[str]) -> str:

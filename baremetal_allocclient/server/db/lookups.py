@@ -6,16 +6,19 @@ opens no transaction; in a write transaction rows are read locked.
 
 from __future__ import annotations
 
+import datetime
 import functools
 from collections.abc import Sequence
 from typing import Any, cast
 
 from sqlalchemy import (
     Select,
+    String,
     Text,
     bindparam,
     delete,
     select,
+    type_coerce,
     update,
 )
 from sqlalchemy import cast as sql_cast
@@ -86,6 +89,8 @@ def allocation_by_ident(
 #: The JSON columns an allocation's view shows: answers copy them as
 #: the text they were stored as (``api.json_text``).
 _SHOWN_JSON = frozenset({"candidate_nodes", "extra", "traits"})
+#: The timestamps it shows: read as the driver returns them.
+_SHOWN_TIMES = frozenset({"created_at", "updated_at"})
 
 
 def stored_json(column: Any) -> Any:
@@ -95,10 +100,25 @@ def stored_json(column: Any) -> Any:
     return sql_cast(column, Text).label(column.key)
 
 
+def driver_timestamp(column: Any) -> Any:
+    """A timestamp column as the database's driver returns it, without
+    SQLAlchemy's conversion: on SQLite the text it was stored as
+    (``YYYY-MM-DD HH:MM:SS.ffffff``, naive UTC), elsewhere the driver's
+    naive ``datetime``.  The SQL is unchanged (no cast): only the
+    Python-side conversion is skipped, which costs more than writing
+    the text into an answer (``allocation.views`` reads both kinds)."""
+    return type_coerce(column, String).label(column.key)
+
+
 def _as_shown(column: Any) -> Any:
     """An allocation's column as a view reads it: the JSON ones it shows
-    as stored text, the others as they are."""
-    return stored_json(column) if column.key in _SHOWN_JSON else column
+    as stored text, its timestamps as the driver returns them, the
+    others as they are."""
+    if column.key in _SHOWN_JSON:
+        return stored_json(column)
+    if column.key in _SHOWN_TIMES:
+        return driver_timestamp(column)
+    return column
 
 
 @functools.cache
@@ -130,10 +150,14 @@ def allocation_for_reading(
 def allocation_from_row(row: Row[Any]) -> Allocation:
     """An ORM allocation (not tracked by any session) built from a row
     of :func:`allocation_for_reading`, without the JSON columns its view
-    shows (they are text there)."""
+    shows (they are text there) and with its timestamps as ``datetime``
+    (SQLite's driver returns text)."""
     values = dict(row._mapping)
     for name in ("node_uuid", *_SHOWN_JSON):
         values.pop(name, None)
+    for name in _SHOWN_TIMES:
+        if isinstance(values[name], str):
+            values[name] = datetime.datetime.fromisoformat(values[name])
     return Allocation(**values)
 
 

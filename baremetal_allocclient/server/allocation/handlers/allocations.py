@@ -103,16 +103,16 @@ def list_allocations(ctx: Context) -> Response:
     render = views.AllocationRenderer(
         ctx.base_url, ctx.minor, fields,
         constraints_requested(ctx))
-    body = json_text.members([("allocations", json_text.array(
-        [render.row(row) for row in rows]))])
+    members = [("allocations", json_text.array(
+        [render.row(row) for row in rows]))]
     last = rows[-1].uuid if rows else None
     link = listing.next_link(
         ctx.base_url, "allocations", dict(ctx.request.args), page,
         len(rows), last,
     )
     if link:
-        body = json_text.with_member(body, "next", json_text.string(link))
-    return json_text_response(body)
+        members.append(("next", json_text.string(link)))
+    return json_text_response(json_text.members(members))
 
 
 def get_allocation(ctx: Context, ident: str) -> Response:

@@ -46,30 +46,36 @@ class Listing:
 
 def list_page(db: Database, asked: Listing) -> Sequence[Row[Any]]:
     """One page of allocations: their rows (no ORM objects), each with
-    its node's UUID in ``node_uuid``."""
+    its node's UUID in ``node_uuid``.
+
+    The page is one statement on a :meth:`Database.statement_connection`
+    (no ``BEGIN``): the ``node`` filter and the ``marker`` are found in
+    statements of their own before it, as no snapshot needs sharing (a
+    marker only says where the page starts)."""
     page = asked.page
-    with db.read() as session:
+    with db.statement_connection() as conn:
         query = lookups.allocation_rows()
-        if asked.node is not None:
-            node = asked.node(session)
-            query = query.where(Allocation.node_id == node.id)
+        marker = None
+        if asked.node is not None or asked.marker is not None:
+            with Session(conn) as session:
+                if asked.node is not None:
+                    node = asked.node(session)
+                    query = query.where(Allocation.node_id == node.id)
+                if asked.marker is not None:
+                    marker_row = asked.marker(session)
+                    marker = (getattr(marker_row, page.sort_key),
+                              marker_row.id)
         for column, value in (
             (Allocation.state, asked.state),
             (Allocation.resource_class, asked.resource_class),
+            (Allocation.owner, asked.owner),
         ):
             if value is not None:
                 query = query.where(column == value)
-        if asked.owner is not None:
-            query = query.where(Allocation.owner == asked.owner)
-        column = getattr(Allocation, page.sort_key)
-        marker = None
-        if asked.marker is not None:
-            marker_row = asked.marker(session)
-            marker = (getattr(marker_row, page.sort_key), marker_row.id)
         query = listing.order_and_page(
-            query, page, column, Allocation.id, marker
-        )
-        return session.connection().execute(query).all()
+            query, page, getattr(Allocation, page.sort_key), Allocation.id,
+            marker)
+        return conn.execute(query).all()
 
 
 def read(db: Database, find: Callable[[Connection], _Read]) -> _Read:

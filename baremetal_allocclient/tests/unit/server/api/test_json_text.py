@@ -11,6 +11,7 @@ from typing import Any
 import testtools
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sqlalchemy.dialects import sqlite
 
 from baremetal_allocclient.server.allocation import views
 from baremetal_allocclient.server.api import json_text
@@ -62,12 +63,23 @@ def _orm_like(**values: Any) -> Any:
     return types.SimpleNamespace(**base)
 
 
+_SQLITE_TIME = sqlite.DATETIME().bind_processor(sqlite.dialect())
+
+
 def _as_stored(allocation: Any) -> Any:
-    """The same allocation as a row of stored JSON text."""
+    """The same allocation as a row of stored JSON text, its naive
+    timestamps as the text SQLite stores (SQLAlchemy's own format, which
+    ``lookups.driver_timestamp`` reads back)."""
+    def stored_time(value: datetime.datetime | None) -> Any:
+        if value is None or value.tzinfo is not None:
+            return value
+        return _SQLITE_TIME(value)
     return types.SimpleNamespace(**{
         **vars(allocation),
         **{k: json.dumps(getattr(allocation, k))
-           for k in ("candidate_nodes", "extra", "traits")}})
+           for k in ("candidate_nodes", "extra", "traits")},
+        **{k: stored_time(getattr(allocation, k))
+           for k in ("created_at", "updated_at")}})
 
 
 def _expected(allocation: Any, node_uuid: str | None, base: str,
@@ -105,6 +117,8 @@ class AllocationRendererTests(testtools.TestCase):
            last_error=st.none() | st.text(max_size=8),
            funnel_error=st.none() | st.text(max_size=8),
            funnel=st.booleans(),
+           created=st.datetimes() | st.datetimes().map(
+               lambda moment: moment.replace(microsecond=0)),
            updated=st.none() | st.datetimes(
                timezones=st.none() | st.just(datetime.timezone.utc)),
            node_uuid=st.none() | st.uuids().map(str))
@@ -112,11 +126,13 @@ class AllocationRendererTests(testtools.TestCase):
                                     name: str | None,
                                     last_error: str | None,
                                     funnel_error: str | None, funnel: bool,
+                                    created: datetime.datetime,
                                     updated: datetime.datetime | None,
                                     node_uuid: str | None) -> None:
         allocation = _orm_like(
             extra=extra, name=name, last_error=last_error,
-            funnel_error=funnel_error, updated_at=updated,
+            funnel_error=funnel_error, created_at=created,
+            updated_at=updated,
             traits=["CUSTOM_B", "CUSTOM_A"], candidate_nodes=["n\u00e9"])
         base = 'http://h\u00e9"st:1'
         render = views.AllocationRenderer(base, 100, funnel=funnel)
@@ -133,7 +149,7 @@ class AllocationRendererTests(testtools.TestCase):
             [c.name for c in lookups.allocation_rows().selected_columns])
         self.assertEqual(
             [*lookups.ALLOCATION_VIEW_COLUMNS, "node_uuid"],
-            list(inspect.signature(views._field_texts).parameters)[:-2])
+            list(inspect.signature(views._field_texts).parameters)[2:])
 
     def test_fields_and_versions(self) -> None:
         allocation = _orm_like(owner="p")
@@ -145,3 +161,19 @@ class AllocationRendererTests(testtools.TestCase):
         self.assertNotIn("owner", old)
         self.assertEqual("p", json.loads(views.AllocationRenderer(
             "http://h", 60)(allocation, None))["owner"])
+        self.assertEqual(["links"], list(json.loads(views.AllocationRenderer(
+            "http://h", 100, ["links"])(allocation, None))))
+
+    def test_values_are_not_templates(self) -> None:
+        # The fields go into a "%" template: a value's own "%s" and
+        # "%(name)s" must come out as they are.
+        allocation = _orm_like(name="a%sb", extra={"%(uuid)s": "%d%%"},
+                               last_error="100%")
+        for fields in (None, ["name", "extra", "last_error"]):
+            view = json.loads(views.AllocationRenderer(
+                "http://h%s", 100, fields)(_as_stored(allocation), None))
+            self.assertEqual(("a%sb", {"%(uuid)s": "%d%%"}, "100%"),
+                             (view["name"], view["extra"],
+                              view["last_error"]))
+            self.assertTrue(view["links"][0]["href"].startswith(
+                "http://h%s/v1/"))
