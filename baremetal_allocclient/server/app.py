@@ -56,6 +56,9 @@ LOG = logging.getLogger(__name__)
 
 Handler = Callable[..., Response]
 MAX_BODY = 1024 * 1024
+#: Requests that change nothing, run again on a fresh connection when the
+#: pooled one had died.
+_READS = frozenset({"GET", "HEAD"})
 TRANSIENT_RETRIES = 5
 DB_RETRY_AFTER = 5  # seconds, advertised with 503 while the database is down
 _JITTER = random.SystemRandom()
@@ -258,7 +261,10 @@ class Application:
     def _call_with_retries(
         handler: Handler, ctx: Context, args: Mapping[str, Any]
     ) -> Response:
-        """Run a handler, again when the database reports a deadlock.
+        """Run a handler, again when the database reports a deadlock,
+        and a read once more when its pooled connection had died (one
+        used a moment ago is not pinged, see ``db.engine``; the pool
+        then replaces its connections).
 
         Every handler does its database work in one transaction, so a
         transient failure left nothing behind and the request can rerun.
@@ -267,6 +273,9 @@ class Application:
             try:
                 return handler(ctx, **args)
             except DBAPIError as exc:
+                if attempt == 0 and exc.connection_invalidated and (
+                        ctx.request.method in _READS):
+                    continue
                 if not is_transient(exc) or attempt == TRANSIENT_RETRIES - 1:
                     raise
                 time.sleep(_JITTER.uniform(0.01, 0.05) * (attempt + 1))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -28,6 +29,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import (
     DataError,
     DBAPIError,
+    DisconnectionError,
     IntegrityError,
     InterfaceError,
     OperationalError,
@@ -60,6 +62,14 @@ IDLE_IN_TRANSACTION_TIMEOUT = 30
 #: shared by every process (see ``serve --db-connections``).
 SQLITE_CONNECTIONS = 64
 SERVER_CONNECTIONS = 16
+#: A pooled connection handed out again within this many seconds of its
+#: return is not pinged first (PostgreSQL and MariaDB; HikariCP's "alive
+#: bypass window", 0.5 s there too): a busy server would otherwise pay a
+#: round trip per checkout for nothing, and a connection that died that
+#: recently fails its first statement (the pool then replaces all of its
+#: connections; a read is run again, see ``app._call_with_retries``).
+PING_AFTER_IDLE = 0.5
+_RETURNED = "baremetal_alloc_returned"
 # Session.info key marking write transactions: rows they read are locked
 # (SELECT ... FOR UPDATE on PostgreSQL/MariaDB; SQLite holds the write
 # lock for the whole transaction anyway).
@@ -238,6 +248,29 @@ def _sqlite_tuning(engine: Engine) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
+def _ping_when_idle(engine: Engine) -> None:
+    """Ping a pooled connection before handing it out, but only when it
+    sat in the pool :data:`PING_AFTER_IDLE` seconds or more; a dead one
+    is replaced (``DisconnectionError`` makes the pool reconnect)."""
+    dialect = engine.dialect
+
+    @event.listens_for(engine, "checkin")
+    def _on_checkin(_dbapi_conn: Any, record: Any) -> None:
+        record.info[_RETURNED] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _on_checkout(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
+        returned = record.info.get(_RETURNED)
+        if returned is None or time.monotonic() - returned < PING_AFTER_IDLE:
+            return  # just connected, or in use a moment ago
+        try:
+            dialect.do_ping(dbapi_conn)
+        except Exception as exc:
+            if dialect.is_disconnect(exc, dbapi_conn, None):
+                raise DisconnectionError(short_reason(exc)) from exc
+            raise
+
+
 def _mariadb_idle_timeout(engine: Engine) -> None:
     """MariaDB's ``idle_transaction_timeout`` (MySQL has none)."""
 
@@ -302,7 +335,6 @@ class Database:
         # beyond the cap wait for a pooled connection (milliseconds under
         # load) instead of being refused by the database.
         kwargs: dict[str, Any] = {
-            "pool_pre_ping": not self.is_sqlite,
             "pool_size": max_connections,
             "max_overflow": 0,
             # A request must not hang for minutes while the database is
@@ -343,7 +375,9 @@ class Database:
         self.engine = create_engine(url, **kwargs)
         if self.is_sqlite:
             _sqlite_tuning(self.engine)
-        elif url.startswith(("mysql", "mariadb")):
+        else:
+            _ping_when_idle(self.engine)
+        if url.startswith(("mysql", "mariadb")):
             _mariadb_idle_timeout(self.engine)
         self._write_lock = threading.Lock()
 

@@ -1,0 +1,126 @@
+"""Pooled connections are pinged only after sitting idle, and a
+connection that died is replaced without a client seeing it on a read.
+
+On PostgreSQL and MariaDB (SQLite has no connection to lose): a
+connection handed out again within ``PING_AFTER_IDLE`` of its return is
+not pinged (no round trip per request on a busy server); one idle longer
+is, and a dead one is replaced before use.  A connection killed by the
+database a moment after its last use fails the next statement: a read
+is then run again on a fresh connection (200), a write answers 503
+"changed nothing" and stores nothing.  Each class runs on a scratch
+database of its kind; the connection is killed from a second one
+(``pg_terminate_backend``, ``KILL``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, ClassVar
+from unittest import mock
+
+import testtools
+from sqlalchemy import create_engine, text
+from werkzeug.test import Client
+
+from baremetal_allocclient.server.allocation.workers import AllocationWorkers
+from baremetal_allocclient.server.app import Application
+from baremetal_allocclient.server.db import engine as db_engine
+from baremetal_allocclient.server.db.engine import Database
+from baremetal_allocclient.server.ironic.fake_hardware import FakeHardware
+from baremetal_allocclient.server.services import Services
+from baremetal_allocclient.tests.functional.multiprocess import _databases
+
+_HEADERS = {"X-OpenStack-Ironic-API-Version": "latest"}
+_BACKEND_ID = {"postgresql": "SELECT pg_backend_pid()",
+               "mysql": "SELECT CONNECTION_ID()"}
+_KILL = {"postgresql": "SELECT pg_terminate_backend({})",
+         "mysql": "KILL {}"}
+
+
+class _IdlePing:
+    kind: ClassVar[str]
+    db: Database
+
+    def setUp(self) -> None:
+        super().setUp()  # type: ignore[misc]
+        case: Any = self
+        scratch = _databases.ScratchDatabase(self.kind)
+        case.addCleanup(scratch.drop)
+        # One pooled connection: every block below gets the same one.
+        self.db = Database(scratch.url, max_connections=1)
+        case.addCleanup(self.db.dispose)
+        self.db.upgrade()
+        admin = create_engine(scratch.url, isolation_level="AUTOCOMMIT")
+        case.addCleanup(admin.dispose)
+        self.admin = admin
+        dialect = self.db.engine.dialect
+        self.pings = mock.patch.object(dialect, "do_ping",
+                                       wraps=dialect.do_ping)
+        self.do_ping = self.pings.start()
+        case.addCleanup(self.pings.stop)
+
+    def backend(self) -> int:
+        """The database's id of the pooled connection (one statement)."""
+        with self.db.statement_connection() as conn:
+            return int(conn.execute(text(_BACKEND_ID[self.kind])).scalar())
+
+    def kill(self, backend: int) -> None:
+        with self.admin.connect() as conn:
+            conn.execute(text(_KILL[self.kind].format(int(backend))))
+        time.sleep(0.1)  # the server closes its end
+
+    def idle(self) -> None:
+        time.sleep(db_engine.PING_AFTER_IDLE + 0.2)
+
+    def test_pinged_only_after_sitting_idle(self) -> None:
+        case: Any = self
+        first = self.backend()
+        for _ in range(20):
+            case.assertEqual(first, self.backend())
+        case.assertEqual(0, self.do_ping.call_count)
+        self.idle()
+        case.assertEqual(first, self.backend())
+        case.assertEqual(1, self.do_ping.call_count)
+
+    def test_a_dead_idle_connection_is_replaced_before_use(self) -> None:
+        case: Any = self
+        first = self.backend()
+        self.kill(first)
+        self.idle()
+        case.assertNotEqual(first, self.backend())
+        case.assertEqual(1, self.do_ping.call_count)
+
+    def test_read_on_a_connection_just_killed_is_run_again(self) -> None:
+        case: Any = self
+        workers = AllocationWorkers(self.db, "t", workers=1, backlog=0)
+        case.addCleanup(workers.shutdown)
+        hardware = FakeHardware(self.db, step_delay=0.01)
+        case.addCleanup(hardware.shutdown)
+        client = Client(Application(Services(self.db, workers, hardware,
+                                             "t")))
+        listed = client.get("/v1/allocations", headers=_HEADERS)
+        case.assertEqual(200, listed.status_code, listed.text)
+
+        self.kill(self.backend())
+        listed = client.get("/v1/allocations", headers=_HEADERS)
+        case.assertEqual(200, listed.status_code, listed.text)
+        case.assertEqual(0, self.do_ping.call_count)
+
+        self.kill(self.backend())
+        posted = client.post("/v1/allocations", headers=_HEADERS,
+                             json={"resource_class": "rc"})
+        case.assertEqual(503, posted.status_code, posted.text)
+        case.assertEqual(
+            "The database is temporarily unavailable; retry later.",
+            json.loads(posted.json["error_message"])["faultstring"])
+        listed = client.get("/v1/allocations", headers=_HEADERS)
+        case.assertEqual([], listed.json["allocations"])
+
+
+class PostgreSQLIdlePing(_IdlePing, testtools.TestCase):
+    kind = "postgresql"
+
+
+class MariaDBIdlePing(_IdlePing, testtools.TestCase):
+    kind = "mysql"
