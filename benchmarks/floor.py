@@ -19,6 +19,11 @@ in one run:
   database's own driver on a copy of the server's database as enrolled
   (:mod:`benchmarks.floor_sql`), CPU time per operation in this process.
 
+* **the SDK's iterator**: with the server still up, the client's CPU
+  walking every allocation in pages of ``--list-size`` through
+  ``Client.list_allocations`` against bare ``requests`` GETs plus
+  ``.json()`` of the same pages, alternated ``--walks`` times.
+
 The table gives, per request, the server's CPU, both floors and the ratio
 server / (HTTP + SQL); the load average is printed at the start and end.
 :mod:`benchmarks.floor_profile` profiles the server during creates and
@@ -42,6 +47,7 @@ import datetime
 import json
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -174,15 +180,57 @@ def hello_command(db: str) -> Callable[[int], list[str]]:
 
 
 def measure_server(db: str, args: argparse.Namespace
-                   ) -> tuple[dict[str, float], dict[str, int], list[str]]:
-    """The server's CPU per request, its answers' sizes, the UUIDs."""
+                   ) -> tuple[dict[str, float], dict[str, int], list[str],
+                              dict[str, float]]:
+    """The server's CPU per request, its answers' sizes, the UUIDs, and
+    the client's CPU walking every allocation (:func:`walks`)."""
     target = reference.start(db)
     try:
         client = Client(target.endpoint, expect_active=True)
         uuids: list[str] = []
-        return drive(target.pid, client, args, uuids), client.sizes, uuids
+        result = drive(target.pid, client, args, uuids)
+        return result, client.sizes, uuids, walks(target.endpoint, args)
     finally:
         target.stop()
+
+
+def walks(endpoint: str, args: argparse.Namespace) -> dict[str, float]:
+    """Client CPU (this thread's) per walk of every allocation in pages
+    of ``--list-size``: through the SDK's iterator (typed resources), and
+    with bare ``requests`` GETs plus ``.json()`` following ``next``; the
+    two alternate, ``--walks`` times each, medians in ms."""
+    from baremetal_allocclient.v1 import Client as SdkClient
+
+    sdk = SdkClient.from_endpoint(endpoint)
+    bare = requests.Session()
+    bare.headers.update(load.HEADERS)
+
+    def through_sdk() -> int:
+        return sum(1 for _ in sdk.list_allocations(page_size=args.list_size))
+
+    def with_requests() -> int:
+        url: str | None = f"{endpoint}/v1/allocations?limit={args.list_size}"
+        count = 0
+        while url:
+            body = bare.get(url, timeout=60).json()
+            count += len(body["allocations"])
+            url = body.get("next")
+        return count
+
+    times: dict[str, list[float]] = {"sdk_walk": [], "bare_walk": []}
+    counts = {through_sdk(), with_requests()}  # warm-up; the same count
+    for _ in range(args.walks):
+        for name, walk in (("sdk_walk", through_sdk),
+                           ("bare_walk", with_requests)):
+            start = time.thread_time()
+            counts.add(walk())
+            times[name].append((time.thread_time() - start) * 1000.0)
+    if len(counts) != 1:
+        raise RuntimeError(f"the walks listed {sorted(counts)} allocations")
+    result = {name: statistics.median(values)
+              for name, values in times.items()}
+    result["allocations"] = float(counts.pop())
+    return result
 
 
 def measure_hello(db: str, sizes: dict[str, int], uuids: list[str],
@@ -241,7 +289,7 @@ def measure_database(kind: str, args: argparse.Namespace) -> dict[str, Any]:
         with databases(kind, workdir, nodes) as (server_db, floor_db):
             load_start = os.getloadavg()
             log(f"{kind}: the server")
-            server, sizes, uuids = measure_server(server_db, args)
+            server, sizes, uuids, walked = measure_server(server_db, args)
             log(f"{kind}: the HTTP floor")
             hello = measure_hello(server_db, sizes, uuids, args)
             log(f"{kind}: the SQL floor")
@@ -249,6 +297,7 @@ def measure_database(kind: str, args: argparse.Namespace) -> dict[str, Any]:
                                     args.lists, args.list_size)
             return {"server_cpu_ms": server, "http_floor_ms": hello,
                     "sql_floor_ms": sql, "body_bytes": sizes,
+                    "client_cpu_ms": walked,
                     "load_average": [list(load_start),
                                      list(os.getloadavg())]}
     finally:
@@ -270,6 +319,14 @@ def table(results: dict[str, dict[str, Any]], list_size: int) -> list[str]:
                 f"{kind:10}  {label:22}  {result['body_bytes'][request]:>7}  "
                 f"{server:>13.2f}  {http:>13.2f}  {sql:>12.2f}  "
                 f"{server / (http + sql):>5.1f}x")
+    for kind, result in results.items():
+        walked = result["client_cpu_ms"]
+        lines.append(
+            f"{kind}: the SDK's iterator over {walked['allocations']:.0f} "
+            f"allocations in pages of {list_size:,}: "
+            f"{walked['sdk_walk']:.1f} ms client CPU, bare requests "
+            f"{walked['bare_walk']:.1f} ms: "
+            f"{walked['sdk_walk'] / walked['bare_walk']:.2f}x")
     return lines
 
 
@@ -285,6 +342,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--list-size", type=int, default=1000,
                         help="at most the allocations made (with the "
                         "warm-up's)")
+    parser.add_argument("--walks", type=int, default=10,
+                        help="walks of every allocation through the SDK "
+                        "and with bare requests, alternating")
     parser.add_argument("--output", default=os.path.join(RESULTS,
                                                          "floor.json"))
     args = parser.parse_args(argv)

@@ -265,7 +265,7 @@ def _ping_when_idle(engine: Engine) -> None:
             return  # just connected, or in use a moment ago
         try:
             dialect.do_ping(dbapi_conn)
-        except Exception as exc:
+        except dialect.loaded_dbapi.Error as exc:
             if dialect.is_disconnect(exc, dbapi_conn, None):
                 raise DisconnectionError(short_reason(exc)) from exc
             raise

@@ -5,8 +5,11 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import operator
+from typing import Any
 
 import testtools
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from baremetal_allocclient import exceptions
 from baremetal_allocclient.tests.unit.v1 import fakes
@@ -110,3 +113,40 @@ class NodeTest(testtools.TestCase):
         self.assertNotIn("driver_info", node.to_dict())
         self.assertRaises(exceptions.InvalidResponse, Node.from_wire,
                           {"maintenance": "yes"})
+
+
+_WIRE_TEXT = st.text(max_size=6)
+_WIRE_TIMES = st.datetimes(timezones=st.none() | st.just(UTC)).map(
+    lambda moment: moment.isoformat())
+
+
+class FromWireIsTheConstructorTest(testtools.TestCase):
+    """``from_wire`` fills the frozen dataclass without its ``__init__``
+    (for speed): the result must be what ``__init__`` makes, field for
+    field, equal and with the same hash, and as immutable."""
+
+    @settings(max_examples=150, derandomize=True)
+    @given(st.fixed_dictionaries({}, optional={
+        "uuid": _WIRE_TEXT, "name": _WIRE_TEXT, "state": _WIRE_TEXT,
+        "resource_class": _WIRE_TEXT, "node_uuid": _WIRE_TEXT,
+        "owner": _WIRE_TEXT, "last_error": _WIRE_TEXT,
+        "traits": st.lists(_WIRE_TEXT, max_size=3),
+        "candidate_nodes": st.lists(_WIRE_TEXT, max_size=3),
+        "extra": st.dictionaries(_WIRE_TEXT, st.integers(), max_size=3),
+        "created_at": _WIRE_TIMES, "updated_at": _WIRE_TIMES,
+        "links": st.lists(st.fixed_dictionaries({"href": _WIRE_TEXT}),
+                          max_size=2),
+        "unknown": _WIRE_TEXT,
+    }))
+    def test_same_as_init(self, wire: dict[str, Any]) -> None:
+        parsed = Allocation.from_wire(wire)
+        values = {
+            spec.name: spec.parser(wire[spec.wire])
+            for spec in Allocation.field_specs() if spec.wire in wire}
+        built = Allocation(**values, raw=parsed.raw)
+        self.assertEqual(vars(built), vars(parsed))
+        self.assertEqual(built, parsed)
+        self.assertEqual(hash(built), hash(parsed))
+        self.assertRaises(dataclasses.FrozenInstanceError, setattr,
+                          parsed, "uuid", "other")
+        self.assertEqual(wire, dict(parsed.raw))
