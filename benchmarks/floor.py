@@ -57,6 +57,7 @@ from typing import Any
 import requests
 
 from baremetal_allocclient.tests.functional import targets
+from baremetal_allocclient.v1 import Client as SdkClient
 from benchmarks import floor_sql, hello_serve, load, reference
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -199,8 +200,6 @@ def walks(endpoint: str, args: argparse.Namespace) -> dict[str, float]:
     of ``--list-size``: through the SDK's iterator (typed resources), and
     with bare ``requests`` GETs plus ``.json()`` following ``next``; the
     two alternate, ``--walks`` times each, medians in ms."""
-    from baremetal_allocclient.v1 import Client as SdkClient
-
     sdk = SdkClient.from_endpoint(endpoint)
     bare = requests.Session()
     bare.headers.update(load.HEADERS)
