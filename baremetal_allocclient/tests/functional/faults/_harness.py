@@ -22,6 +22,7 @@ Only processes the scenario started are ever signalled, by PID.
 from __future__ import annotations
 
 import concurrent.futures
+import itertools
 import json
 import os
 import random
@@ -30,7 +31,6 @@ import sys
 import tempfile
 import threading
 import time
-import uuid as uuidlib
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
@@ -84,6 +84,10 @@ class Scenario:
         self.seed = _seed()
         self.rng = random.Random(self.seed)
         self.prefix = f"f{self.rng.getrandbits(40):010x}"
+        #: Numbers the conductors the scenario starts: names that never
+        #: collide (a random four-hex suffix once did) and that a replay
+        #: of the seed repeats.
+        self.conductors = itertools.count(1)
         self.reader = _invariants.DatabaseReader(db_url)
         self.started = time.monotonic()
         self.schedule: list[str] = []
@@ -310,7 +314,8 @@ class FaultCase(testtools.TestCase):
     ) -> ServerProcess:
         """A ``serve`` process on the class's database (stopped at the
         end of the test)."""
-        name = name or f"{self.scenario.prefix}-{uuidlib.uuid4().hex[:4]}"
+        name = name or (
+            f"{self.scenario.prefix}-c{next(self.scenario.conductors)}")
         server = _cluster.start(db_url or self.db.url, name, *extra)
         self.addCleanup(_stop_quietly, server)
         assert server.proc is not None
