@@ -21,14 +21,10 @@ from unittest import mock
 
 import testtools
 from sqlalchemy import create_engine, text
-from werkzeug.test import Client
 
-from baremetal_allocclient.server.allocation.workers import AllocationWorkers
-from baremetal_allocclient.server.app import Application
 from baremetal_allocclient.server.db import engine as db_engine
 from baremetal_allocclient.server.db.engine import Database
-from baremetal_allocclient.server.ironic.fake_hardware import FakeHardware
-from baremetal_allocclient.server.services import Services
+from baremetal_allocclient.tests.fixtures.wsgi import WsgiApp
 from baremetal_allocclient.tests.functional.multiprocess import _databases
 
 _HEADERS = {"X-OpenStack-Ironic-API-Version": "latest"}
@@ -93,12 +89,7 @@ class _IdlePing:
 
     def test_read_on_a_connection_just_killed_is_run_again(self) -> None:
         case: Any = self
-        workers = AllocationWorkers(self.db, "t", workers=1, backlog=0)
-        case.addCleanup(workers.shutdown)
-        hardware = FakeHardware(self.db, step_delay=0.01)
-        case.addCleanup(hardware.shutdown)
-        client = Client(Application(Services(self.db, workers, hardware,
-                                             "t")))
+        client = case.useFixture(WsgiApp(self.db, "t")).client
         listed = client.get("/v1/allocations", headers=_HEADERS)
         case.assertEqual(200, listed.status_code, listed.text)
 

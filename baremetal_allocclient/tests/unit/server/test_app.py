@@ -9,17 +9,13 @@ import psycopg
 import pymysql
 import testtools
 from sqlalchemy.exc import DataError, OperationalError, ProgrammingError
-from werkzeug.test import Client
 
 from baremetal_allocclient.server.allocation.handlers import allocations
-from baremetal_allocclient.server.allocation.workers import AllocationWorkers
 from baremetal_allocclient.server.app import (
     INTERNAL_ERROR,
     MAX_BODY,
-    Application,
 )
-from baremetal_allocclient.server.ironic.fake_hardware import FakeHardware
-from baremetal_allocclient.server.services import Services
+from baremetal_allocclient.tests.fixtures.wsgi import WsgiApp
 from baremetal_allocclient.tests.unit.server._sqlite import SQLiteDatabase
 
 LATEST = {"X-OpenStack-Ironic-API-Version": "latest"}
@@ -29,13 +25,8 @@ class AppTests(testtools.TestCase):
     def setUp(self) -> None:
         super().setUp()
         self.db = self.useFixture(SQLiteDatabase()).db
-        self.workers = AllocationWorkers(self.db, "test", workers=1,
-                                         backlog=0)
-        self.addCleanup(self.workers.shutdown)
-        hardware = FakeHardware(self.db, step_delay=0.01)
-        self.addCleanup(hardware.shutdown)
-        app = Application(Services(self.db, self.workers, hardware, "test"))
-        self.client = Client(app)
+        wsgi = self.useFixture(WsgiApp(self.db))
+        self.workers, self.client = wsgi.workers, wsgi.client
 
     def fault(self, body: bytes) -> str:
         return str(json.loads(json.loads(body)["error_message"])
@@ -93,12 +84,8 @@ class ErrorBodyTests(testtools.TestCase):
     def setUp(self) -> None:
         super().setUp()
         db = self.useFixture(SQLiteDatabase()).db
-        workers = AllocationWorkers(db, "test", workers=1, backlog=0)
-        self.addCleanup(workers.shutdown)
-        hardware = FakeHardware(db, step_delay=0.01)
-        self.addCleanup(hardware.shutdown)
-        self.app = Application(Services(db, workers, hardware, "test"))
-        self.client = Client(self.app)
+        wsgi = self.useFixture(WsgiApp(db))
+        self.app, self.client = wsgi.app, wsgi.client
         self.endpoint = next(
             name for name, func in self.app._handlers.items()
             if func is allocations.list_allocations)
@@ -158,12 +145,8 @@ class AfterCommitTests(testtools.TestCase):
     def setUp(self) -> None:
         super().setUp()
         db = self.useFixture(SQLiteDatabase()).db
-        self.workers = AllocationWorkers(db, "test", workers=1, backlog=4)
-        self.addCleanup(self.workers.shutdown)
-        hardware = FakeHardware(db, step_delay=0.01)
-        self.addCleanup(hardware.shutdown)
-        self.client = Client(
-            Application(Services(db, self.workers, hardware, "test")))
+        wsgi = self.useFixture(WsgiApp(db, backlog=4))
+        self.workers, self.client = wsgi.workers, wsgi.client
 
     def test_a_failing_wait_answers_the_stored_allocation(self) -> None:
         failures = (

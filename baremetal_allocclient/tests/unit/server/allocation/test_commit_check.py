@@ -17,14 +17,10 @@ from unittest import mock
 import pymysql
 import testtools
 from sqlalchemy.exc import OperationalError
-from werkzeug.test import Client
 
 from baremetal_allocclient.server.allocation import commit_check
-from baremetal_allocclient.server.allocation.workers import AllocationWorkers
-from baremetal_allocclient.server.app import Application
 from baremetal_allocclient.server.db.engine import CommitOutcomeUnknown
-from baremetal_allocclient.server.ironic.fake_hardware import FakeHardware
-from baremetal_allocclient.server.services import Services
+from baremetal_allocclient.tests.fixtures.wsgi import WsgiApp
 from baremetal_allocclient.tests.unit.server._sqlite import SQLiteDatabase
 
 LATEST = {"X-OpenStack-Ironic-API-Version": "latest"}
@@ -42,12 +38,7 @@ class LostCommitTests(testtools.TestCase):
         self.db = self.useFixture(SQLiteDatabase()).db
         self.real_write = self.db.write
         self.real_write_connection = self.db.write_connection
-        workers = AllocationWorkers(self.db, "test", workers=1, backlog=4)
-        self.addCleanup(workers.shutdown)
-        hardware = FakeHardware(self.db, step_delay=0.01)
-        self.addCleanup(hardware.shutdown)
-        self.client = Client(
-            Application(Services(self.db, workers, hardware, "test")))
+        self.client = self.useFixture(WsgiApp(self.db, backlog=4)).client
 
     def lose_commit(self, applied: bool) -> mock._patch[object]:
         """The next write (through ``write`` or ``write_connection``)

@@ -24,7 +24,6 @@ import pymysql
 import testtools
 from sqlalchemy import event, select, update
 from sqlalchemy.exc import OperationalError
-from werkzeug.test import Client
 
 from baremetal_allocclient import leases
 from baremetal_allocclient.server.allocation import conductors
@@ -33,7 +32,6 @@ from baremetal_allocclient.server.allocation.lease_expiry import LeaseExpiry
 from baremetal_allocclient.server.allocation.queueing import QueueRounds
 from baremetal_allocclient.server.allocation.takeover import Takeover
 from baremetal_allocclient.server.allocation.workers import AllocationWorkers
-from baremetal_allocclient.server.app import Application
 from baremetal_allocclient.server.db.engine import (
     Database,
     is_lost_race,
@@ -47,7 +45,7 @@ from baremetal_allocclient.server.db.models import (
     utcnow,
 )
 from baremetal_allocclient.server.ironic.fake_hardware import FakeHardware
-from baremetal_allocclient.server.services import Services
+from baremetal_allocclient.tests.fixtures.wsgi import WsgiApp
 from baremetal_allocclient.tests.unit.server._sqlite import SQLiteDatabase
 
 TIMEOUT = datetime.timedelta(seconds=60)
@@ -156,12 +154,7 @@ class NotReadyApiTests(_Case):
     statement with 1047: the API answers 503, never 500."""
 
     def test_every_statement_failing_with_1047_is_a_503(self) -> None:
-        workers = AllocationWorkers(self.db, "me", workers=1, backlog=0)
-        self.addCleanup(workers.shutdown)
-        hardware = FakeHardware(self.db, step_delay=0.01)
-        self.addCleanup(hardware.shutdown)
-        client = Client(Application(Services(self.db, workers, hardware,
-                                             "me")))
+        client = self.useFixture(WsgiApp(self.db, "me")).client
         self.useFixture(fixtures.MockPatchObject(
             self.db.engine.dialect, "do_execute",
             side_effect=galera_error(*NOT_READY, statement="SELECT")))
@@ -186,12 +179,8 @@ class ApiConflictTests(_Case):
 
     def setUp(self) -> None:
         super().setUp()
-        workers = AllocationWorkers(self.db, "me", workers=2, backlog=0)
-        self.addCleanup(workers.shutdown)
-        hardware = FakeHardware(self.db, step_delay=0.01)
-        self.addCleanup(hardware.shutdown)
-        self.client = Client(Application(Services(self.db, workers,
-                                                  hardware, "me")))
+        self.client = self.useFixture(WsgiApp(self.db, "me",
+                                              workers=2)).client
         with self.db.write() as session:
             for i in range(2):
                 session.add(Node(uuid=f"node-{i}", name=f"n{i}",

@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import testtools
 from sqlalchemy import func, select
-from werkzeug.test import Client
 
-from baremetal_allocclient.server.allocation.workers import AllocationWorkers
 from baremetal_allocclient.server.api import auth, schemas
 from baremetal_allocclient.server.api.auth import ENVIRON_KEY, Principal
 from baremetal_allocclient.server.api.errors import ApiError
-from baremetal_allocclient.server.app import Application
 from baremetal_allocclient.server.db.models import Node, NodeVif, Port
 from baremetal_allocclient.server.ironic import port_rules, views
-from baremetal_allocclient.server.ironic.fake_hardware import FakeHardware
-from baremetal_allocclient.server.services import Services
+from baremetal_allocclient.tests.fixtures.wsgi import WsgiApp
 from baremetal_allocclient.tests.unit.server._sqlite import SQLiteDatabase
 
 
@@ -105,11 +101,7 @@ class NodeDeletionTests(testtools.TestCase):
 
     def test_ports_and_vifs_go_with_the_node(self) -> None:
         db = self.useFixture(SQLiteDatabase()).db
-        workers = AllocationWorkers(db, "test", workers=1, backlog=0)
-        self.addCleanup(workers.shutdown)
-        hardware = FakeHardware(db, step_delay=0.01)
-        self.addCleanup(hardware.shutdown)
-        client = Client(Application(Services(db, workers, hardware, "t")))
+        client = self.useFixture(WsgiApp(db, "t")).client
         headers = {"X-OpenStack-Ironic-API-Version": "1.73"}
         uuids = []
         for mac in ("02:00:00:00:00:01", "02:00:00:00:00:02"):
@@ -168,11 +160,7 @@ class MemberVisibilityTests(testtools.TestCase):
 
     def test_ports_of_other_projects_are_missing(self) -> None:
         db = self.useFixture(SQLiteDatabase()).db
-        workers = AllocationWorkers(db, "test", workers=1, backlog=0)
-        self.addCleanup(workers.shutdown)
-        hardware = FakeHardware(db, step_delay=0.01)
-        self.addCleanup(hardware.shutdown)
-        client = Client(Application(Services(db, workers, hardware, "t")))
+        client = self.useFixture(WsgiApp(db, "t")).client
         headers = {"X-OpenStack-Ironic-API-Version": "1.73"}
         made = {}
         for owner, mac in (("p1", "02:00:00:00:01:01"),
