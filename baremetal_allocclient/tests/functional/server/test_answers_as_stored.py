@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import requests
 import testtools
 
+from baremetal_allocclient.tests.fixtures import inprocess
 from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
 from baremetal_allocclient.tests.functional.multiprocess import _databases
 
@@ -44,9 +45,7 @@ class _AnswersAsStored:
         super().setUpClass()  # type: ignore[misc]
         scratch = _databases.ScratchDatabase(cls.kind)
         cls.addClassCleanup(scratch.drop)  # type: ignore[attr-defined]
-        cls.server = InProcessServer(scratch.url)
-        cls.addClassCleanup(cls.server.cleanup)  # type: ignore[attr-defined]
-        cls.server.start()
+        cls.server = inprocess.serve_for_class(cls, db_url=scratch.url)
         cls.nodes = cls.server.make_nodes(
             3, RC, traits=["CUSTOM_B", "CUSTOM_A"])
 
