@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar, cast
 
-from sqlalchemy.engine import Connection, Row
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from baremetal_allocclient.server.allocation import release
@@ -51,7 +51,7 @@ def allocation_to_release(
 
 def read_allocation(
     conn: Connection, ident: str, ctx: Context
-) -> tuple[Row[Any], str | None]:
+) -> tuple[Any, str | None]:
     """Like :func:`find_allocation`, for answering a read: the
     allocation's row (no ORM object) and its node's UUID, in one
     query."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import (
     BindParameter,
@@ -28,7 +28,7 @@ from sqlalchemy import (
     or_,
     select,
 )
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.orm import Session
 
 from baremetal_allocclient import constraints as constraints_module
@@ -50,6 +50,7 @@ from baremetal_allocclient.server.allocation.selection import (
     funnel_steps,
 )
 from baremetal_allocclient.server.db import node_properties  # noqa: F401
+from baremetal_allocclient.server.db.driver_reads import DriverRead
 from baremetal_allocclient.server.db.models import (
     Allocation,
     Node,
@@ -231,6 +232,15 @@ def _window_predicates(
     return result
 
 
+@functools.lru_cache(maxsize=256)
+def _window_read(filters: tuple[AnyFilter, ...], before: bool,
+                 dialect: Dialect) -> DriverRead:
+    """:func:`candidate_query` compiled for ``dialect``, run on the
+    driver's cursor (a window is read once or twice per attempt)."""
+    return DriverRead(cast(Select[Any], candidate_query(filters, before)),
+                      dialect)
+
+
 @functools.cache
 def _named_candidate_query(
     filters: tuple[AnyFilter, ...]
@@ -259,15 +269,11 @@ def candidate_window(
     conn = (session.connection() if isinstance(session, Session)
             else session)
     params = filter_params(request)
-    rows = list(conn.execute(
-        candidate_query(key),
-        {**params, "w_pivot": pivot, "w_limit": limit},
-    ))
+    rows = _window_read(key, False, conn.dialect).rows(
+        conn, {**params, "w_pivot": pivot, "w_limit": limit})
     if len(rows) < limit:
-        rows += conn.execute(
-            candidate_query(key, before=True),
-            {**params, "w_pivot": pivot, "w_limit": limit - len(rows)},
-        )
+        rows += _window_read(key, True, conn.dialect).rows(
+            conn, {**params, "w_pivot": pivot, "w_limit": limit - len(rows)})
     found = [Candidate(int(node_id), name, str(uuid))
              for node_id, name, uuid in rows]
     preferred = request.preferred_name

@@ -6,6 +6,7 @@ Validation failures become 400s whose message starts like Ironic's
 
 from __future__ import annotations
 
+import functools
 import re
 import uuid as uuidlib
 from collections.abc import Sequence
@@ -126,12 +127,14 @@ QUEUE: dict[str, Any] = {
 }
 
 
+@functools.cache
 def allocation_create(
     version: versions.Version, extended: bool = False, queue: bool = False,
 ) -> dict[str, Any]:
     """POST /v1/allocations body at this version (``extended``: the
     request opted into the constraints extension; ``queue``: into the
-    queue extension)."""
+    queue extension).  Built once per combination and shared, as the
+    module's constant schemas are: not to be modified."""
     props: dict[str, Any] = {
         "resource_class": _RESOURCE_CLASS,
         "traits": {
@@ -373,7 +376,7 @@ def validate(
     instance: object, schema: dict[str, Any], prefix: str = "Schema error"
 ) -> None:
     """Raise a 400 naming the first problem when ``instance`` is invalid."""
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = _validator(schema)
     error = jsonschema.exceptions.best_match(validator.iter_errors(instance))
     if error is None:
         return
@@ -385,6 +388,25 @@ def validate(
             f"{error.validator} {error.validator_value!r:.60})"
         )
     raise bad_request(f"{prefix}: {message}")
+
+
+#: Validators by the ``id`` of their schema (kept with it, so the id
+#: stays its own): the schemas are module constants or built once, and
+#: making a validator costs as much as validating a request's body.
+_VALIDATORS: dict[int, tuple[dict[str, Any],
+                             jsonschema.Draft202012Validator]] = {}
+_MAX_VALIDATORS = 256
+
+
+def _validator(schema: dict[str, Any]) -> jsonschema.Draft202012Validator:
+    kept = _VALIDATORS.get(id(schema))
+    if kept is not None and kept[0] is schema:
+        return kept[1]
+    validator = jsonschema.Draft202012Validator(schema)
+    if len(_VALIDATORS) >= _MAX_VALIDATORS:  # a schema built per call
+        _VALIDATORS.clear()
+    _VALIDATORS[id(schema)] = (schema, validator)
+    return validator
 
 
 def _with_root_cause(error: jsonschema.ValidationError) -> str:

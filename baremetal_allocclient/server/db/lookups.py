@@ -18,14 +18,17 @@ from sqlalchemy import (
     bindparam,
     delete,
     select,
-    type_coerce,
+    text,
     update,
 )
 from sqlalchemy import cast as sql_cast
-from sqlalchemy.engine import Connection, Row
+from sqlalchemy.engine import Connection, Dialect
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.functions import FunctionElement
 
 from baremetal_allocclient.server.db import node_properties  # noqa: F401
+from baremetal_allocclient.server.db.driver_reads import DriverRead
 from baremetal_allocclient.server.db.engine import (
     WRITE,
 )
@@ -100,14 +103,46 @@ def stored_json(column: Any) -> Any:
     return sql_cast(column, Text).label(column.key)
 
 
+class timestamp_text(FunctionElement[str]):
+    """A naive UTC timestamp column as text, ``YYYY-MM-DD
+    HH:MM:SS.ffffff``, written by the database: SQLite stores that very
+    text (the column is read as it is), PostgreSQL writes it with
+    ``to_char`` and MariaDB with ``DATE_FORMAT``.  Neither the driver
+    nor SQLAlchemy then parses a ``datetime`` that an answer only writes
+    out again (``allocation.views`` slices the text)."""
+
+    type = String()
+    inherit_cache = True
+    name = "timestamp_text"
+
+
+@compiles(timestamp_text)
+def _timestamp_as_stored(element: timestamp_text, compiler: Any,
+                         **kw: Any) -> str:
+    return str(compiler.process(*element.clauses, **kw))
+
+
+@compiles(timestamp_text, "postgresql")
+def _timestamp_to_char(element: timestamp_text, compiler: Any,
+                       **kw: Any) -> str:
+    column = compiler.process(*element.clauses, **kw)
+    return f"to_char({column}, 'YYYY-MM-DD HH24:MI:SS.US')"
+
+
+@compiles(timestamp_text, "mysql")
+def _timestamp_date_format(element: timestamp_text, compiler: Any,
+                           **kw: Any) -> str:
+    column = compiler.process(*element.clauses, **kw)
+    # text() doubles the percent signs where the driver's paramstyle
+    # needs it (pymysql's "format").
+    template = compiler.process(text("'%Y-%m-%d %H:%i:%s.%f'"), **kw)
+    return f"DATE_FORMAT({column}, {template})"
+
+
 def driver_timestamp(column: Any) -> Any:
-    """A timestamp column as the database's driver returns it, without
-    SQLAlchemy's conversion: on SQLite the text it was stored as
-    (``YYYY-MM-DD HH:MM:SS.ffffff``, naive UTC), elsewhere the driver's
-    naive ``datetime``.  The SQL is unchanged (no cast): only the
-    Python-side conversion is skipped, which costs more than writing
-    the text into an answer (``allocation.views`` reads both kinds)."""
-    return type_coerce(column, String).label(column.key)
+    """A timestamp column as :class:`timestamp_text` (labelled as the
+    column), for the views of reads."""
+    return timestamp_text(column).label(column.key)
 
 
 def _as_shown(column: Any) -> Any:
@@ -134,25 +169,31 @@ def _allocation_with_node_uuid(by_uuid: bool) -> Select[Any]:
 
 def allocation_for_reading(
     conn: Connection, ident: str, by_uuid: bool
-) -> Row[Any] | None:
+) -> Any:
     """An allocation's row by UUID or name, with its node's UUID (the
-    ``node_uuid`` column), in one query.
+    ``node_uuid`` column), in one query; None when there is none.
 
-    For answering reads: no ORM object is built, because the ORM's
-    loading costs more CPU than the query itself and GET is what polling
-    clients repeat.
+    For answering reads: a named tuple of the driver's values
+    (:class:`~baremetal_allocclient.server.db.driver_reads.DriverRead`),
+    not an ORM object nor a SQLAlchemy ``Row``, because building those
+    costs more CPU than the query itself and GET is what polling clients
+    repeat.
     """
-    return conn.execute(
-        _allocation_with_node_uuid(by_uuid), {"ident": ident}
-    ).first()
+    return _allocation_read(by_uuid, conn.dialect).first(
+        conn, {"ident": ident})
 
 
-def allocation_from_row(row: Row[Any]) -> Allocation:
+@functools.lru_cache(maxsize=64)
+def _allocation_read(by_uuid: bool, dialect: Dialect) -> DriverRead:
+    return DriverRead(_allocation_with_node_uuid(by_uuid), dialect)
+
+
+def allocation_from_row(row: Any) -> Allocation:
     """An ORM allocation (not tracked by any session) built from a row
     of :func:`allocation_for_reading`, without the JSON columns its view
     shows (they are text there) and with its timestamps as ``datetime``
     (SQLite's driver returns text)."""
-    values = dict(row._mapping)
+    values = row._asdict()
     for name in ("node_uuid", *_SHOWN_JSON):
         values.pop(name, None)
     for name in _SHOWN_TIMES:
@@ -170,6 +211,8 @@ ALLOCATION_VIEW_COLUMNS = (
 )
 _SHOWN = tuple(_as_shown(getattr(Allocation, name))
                for name in ALLOCATION_VIEW_COLUMNS)
+#: Where a row of :func:`allocation_rows` has the allocation's UUID.
+ALLOCATION_UUID = ALLOCATION_VIEW_COLUMNS.index("uuid")
 
 
 def allocation_rows() -> Select[Any]:

@@ -105,7 +105,7 @@ def list_allocations(ctx: Context) -> Response:
         constraints_requested(ctx))
     members = [("allocations", json_text.array(
         [render.row(row) for row in rows]))]
-    last = rows[-1].uuid if rows else None
+    last = rows[-1][lookups.ALLOCATION_UUID] if rows else None
     link = listing.next_link(
         ctx.base_url, "allocations", dict(ctx.request.args), page,
         len(rows), last,

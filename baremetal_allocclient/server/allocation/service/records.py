@@ -7,12 +7,13 @@ not tied to a session, ready to render.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from sqlalchemy import and_
-from sqlalchemy.engine import Connection, Row
+from sqlalchemy import and_, bindparam
+from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.orm import Session
 
 from baremetal_allocclient.constraints import Constraints, Funnel
@@ -24,6 +25,7 @@ from baremetal_allocclient.server.api import listing, patching, policy, schemas
 from baremetal_allocclient.server.api.auth import Principal
 from baremetal_allocclient.server.api.errors import bad_request, conflict
 from baremetal_allocclient.server.db import lookups
+from baremetal_allocclient.server.db.driver_reads import DriverRead
 from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import Allocation, Node, utcnow
 
@@ -44,38 +46,64 @@ class Listing:
     marker: Callable[[Session], Allocation] | None
 
 
-def list_page(db: Database, asked: Listing) -> Sequence[Row[Any]]:
-    """One page of allocations: their rows (no ORM objects), each with
-    its node's UUID in ``node_uuid``.
+def list_page(db: Database, asked: Listing) -> list[tuple[Any, ...]]:
+    """One page of allocations: their rows as the driver's tuples, in
+    the order of :data:`~baremetal_allocclient.server.db.lookups.
+    ALLOCATION_VIEW_COLUMNS` then the node's UUID.
 
-    The page is one statement on a :meth:`Database.statement_connection`
-    (no ``BEGIN``): the ``node`` filter and the ``marker`` are found in
+    The page is one statement (compiled once per shape of request, see
+    :func:`_page_read`) on a :meth:`Database.statement_connection` (no
+    ``BEGIN``): the ``node`` filter and the ``marker`` are found in
     statements of their own before it, as no snapshot needs sharing (a
     marker only says where the page starts)."""
     page = asked.page
+    values: dict[str, Any] = {"limit": page.limit}
+    for name, value in (("state", asked.state),
+                        ("resource_class", asked.resource_class),
+                        ("owner", asked.owner)):
+        if value is not None:
+            values[name] = value
+    marker = None
     with db.statement_connection() as conn:
-        query = lookups.allocation_rows()
-        marker = None
         if asked.node is not None or asked.marker is not None:
             with Session(conn) as session:
                 if asked.node is not None:
-                    node = asked.node(session)
-                    query = query.where(Allocation.node_id == node.id)
+                    values["node_id"] = asked.node(session).id
                 if asked.marker is not None:
                     marker_row = asked.marker(session)
-                    marker = (getattr(marker_row, page.sort_key),
-                              marker_row.id)
-        for column, value in (
-            (Allocation.state, asked.state),
-            (Allocation.resource_class, asked.resource_class),
-            (Allocation.owner, asked.owner),
-        ):
-            if value is not None:
-                query = query.where(column == value)
-        query = listing.order_and_page(
-            query, page, getattr(Allocation, page.sort_key), Allocation.id,
-            marker)
-        return conn.execute(query).all()
+                    values["marker_id"] = marker_row.id
+                    values["marker_key"] = getattr(marker_row, page.sort_key)
+                    marker = "null" if values["marker_key"] is None else (
+                        "value")
+        filters = tuple(name for name in _PAGE_FILTERS if name in values)
+        read = _page_read(conn.dialect, filters, page.sort_key,
+                          page.sort_dir, marker)
+        return read.rows(conn, values)
+
+
+#: The filters of a page: the column of each equals the bind parameter
+#: of its name.
+_PAGE_FILTERS = ("node_id", "state", "resource_class", "owner")
+
+
+@functools.lru_cache(maxsize=256)
+def _page_read(dialect: Dialect, filters: tuple[str, ...], sort_key: str,
+               sort_dir: str, marker: str | None) -> DriverRead:
+    """The statement of a page of this shape, compiled for ``dialect``:
+    ``filters`` and, after a marker (``marker``: ``"value"``, or
+    ``"null"`` when its sort value is NULL), the bind parameters
+    ``marker_key`` and ``marker_id``; at most ``limit`` rows."""
+    column = getattr(Allocation, sort_key)
+    query = lookups.allocation_rows()
+    for name in filters:
+        query = query.where(getattr(Allocation, name) == bindparam(name))
+    after: tuple[Any, Any] | None = None if marker is None else (
+        None if marker == "null"
+        else bindparam("marker_key", type_=column.type),
+        bindparam("marker_id"))
+    query = listing.ordered_after(query, sort_dir, column, Allocation.id,
+                                  after)
+    return DriverRead(query.limit(bindparam("limit")), dialect)
 
 
 def read(db: Database, find: Callable[[Connection], _Read]) -> _Read:
