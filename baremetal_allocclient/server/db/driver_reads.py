@@ -53,7 +53,7 @@ class DriverRead:
             (index, processor) for index, processor in enumerate(processors)
             if processor is not None)
         self.row_type: Any = collections.namedtuple(  # type: ignore[misc]
-            "DriverRow", statement.selected_columns.keys())
+            "DriverRow", statement.selected_columns.keys(), rename=True)
         self._dialect = dialect
         self._error = dialect.loaded_dbapi.Error
         #: A parameter that SQLAlchemy renders into the SQL when it runs

@@ -1,0 +1,203 @@
+"""Reads on the driver's cursor (``db/driver_reads.py``) give what
+SQLAlchemy's execution of the same statement gives, on SQLite,
+PostgreSQL and MariaDB, and fail as SQLAlchemy fails.
+
+A poll and a page of a list no longer go through SQLAlchemy's
+execution; these tests hold their rows to SQLAlchemy's for the same
+statement (every shape of page: filters, sort keys and directions,
+markers with and without a sort value), their timestamps to the text
+Ironic shows for the stored value (whole seconds, trailing zeros), and
+a failing statement to SQLAlchemy's exception.
+"""
+
+from __future__ import annotations
+
+import datetime
+import itertools
+import uuid
+from typing import Any, ClassVar
+
+import testtools
+from sqlalchemy import event, literal_column, select, table
+from sqlalchemy.exc import DBAPIError
+
+from baremetal_allocclient.server.allocation import views
+from baremetal_allocclient.server.allocation.service import records
+from baremetal_allocclient.server.api import listing
+from baremetal_allocclient.server.db import lookups
+from baremetal_allocclient.server.db.driver_reads import DriverRead
+from baremetal_allocclient.server.db.engine import Database
+from baremetal_allocclient.server.db.models import Allocation, Node
+from baremetal_allocclient.tests.functional.multiprocess import _databases
+
+#: A whole second (Ironic shows no fraction) and a fraction with
+#: trailing zeros (shown with all six digits).
+WHOLE = datetime.datetime(2026, 1, 2, 3, 4, 5)
+ZEROS = datetime.datetime(2026, 1, 2, 3, 4, 6, 120000)
+
+
+class _DriverReads:
+    """Mixin; ``kind`` names the database."""
+
+    kind: ClassVar[str]
+    db: ClassVar[Database]
+    uuids: ClassVar[list[str]]
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        super().setUpClass()  # type: ignore[misc]
+        scratch = _databases.ScratchDatabase(cls.kind)
+        cls.addClassCleanup(scratch.drop)  # type: ignore[attr-defined]
+        cls.db = Database(scratch.url)
+        cls.addClassCleanup(cls.db.dispose)  # type: ignore[attr-defined]
+        cls.db.upgrade()
+        cls.uuids = _stored(cls.db)
+
+    def sqlalchemy_statements(self) -> list[str]:
+        """The statements SQLAlchemy executes from now on (its
+        ``before_cursor_execute`` event)."""
+        sent: list[str] = []
+
+        def _sent(_conn: Any, _cursor: Any, statement: str,
+                  *_args: Any) -> None:
+            sent.append(statement)
+
+        event.listen(self.db.engine, "before_cursor_execute", _sent)
+        self.addCleanup(  # type: ignore[attr-defined]
+            event.remove, self.db.engine, "before_cursor_execute", _sent)
+        return sent
+
+    def test_a_poll_reads_the_row_sqlalchemy_reads(self) -> None:
+        test: Any = self
+        for ident, by_uuid in itertools.chain(
+                ((u, True) for u in self.uuids),
+                (("driver-reads-0", False), ("none-such", False))):
+            statement = lookups._allocation_with_node_uuid(by_uuid)
+            with self.db.statement_connection() as conn:
+                expected = conn.execute(statement, {"ident": ident}).first()
+                through_sqlalchemy = self.sqlalchemy_statements()
+                row = lookups.allocation_for_reading(conn, ident, by_uuid)
+            test.assertEqual([], through_sqlalchemy)
+            if expected is None:
+                test.assertIsNone(row)
+                continue
+            test.assertEqual(expected._asdict(), row._asdict())
+
+    def test_every_shape_of_page_reads_the_rows_sqlalchemy_reads(
+            self) -> None:
+        test: Any = self
+        with self.db.read() as session:
+            holder = session.scalars(select(Node)).one()
+            rows = session.scalars(select(Allocation)).all()
+            markers = [None, rows[1], rows[-1]]  # sort values set, or NULL
+        filters: list[dict[str, Any]] = [
+            {}, {"state": "active"}, {"resource_class": "rc-b"},
+            {"owner": "project-a", "state": "allocating"},
+            {"node_id": holder.id}]
+        for sort_key, sort_dir, marker, where in itertools.product(
+                views.ALLOCATION_SORT_KEYS, ("asc", "desc"), markers,
+                filters):
+            page = listing.Page(limit=3, sort_key=sort_key,
+                                sort_dir=sort_dir)
+            through_sqlalchemy = self.sqlalchemy_statements()
+            got = records.list_page(self.db, records.Listing(
+                page=page, owner=where.get("owner"),
+                state=where.get("state"),
+                resource_class=where.get("resource_class"),
+                node=None if "node_id" not in where
+                else (lambda _session: holder),
+                marker=None if marker is None
+                else (lambda _session, m=marker: m)))
+            test.assertEqual([], through_sqlalchemy)
+            test.assertEqual(self.page(page, marker, where), got,
+                             (sort_key, sort_dir, marker, where))
+
+    def page(self, page: listing.Page, marker: Allocation | None,
+             where: dict[str, Any]) -> list[tuple[Any, ...]]:
+        """The page as SQLAlchemy's execution reads it, values bound."""
+        query = lookups.allocation_rows()
+        for name, value in where.items():
+            query = query.where(getattr(Allocation, name) == value)
+        column = getattr(Allocation, page.sort_key)
+        query = listing.order_and_page(
+            query, page, column, Allocation.id,
+            None if marker is None
+            else (getattr(marker, page.sort_key), marker.id))
+        with self.db.statement_connection() as conn:
+            return [tuple(row) for row in conn.execute(query)]
+
+    def test_timestamps_are_shown_as_ironic_shows_the_stored_value(
+            self) -> None:
+        test: Any = self
+        with self.db.read() as session:
+            stored = {a.uuid: (a.created_at, a.updated_at)
+                      for a in session.scalars(select(Allocation))}
+        for ident in self.uuids:
+            with self.db.statement_connection() as conn:
+                row = lookups.allocation_for_reading(conn, ident, True)
+            for shown, value in zip((row.created_at, row.updated_at),
+                                    stored[ident], strict=True):
+                expected = "null" if value is None else (
+                    f'"{value.isoformat()}+00:00"')
+                test.assertEqual(expected, views._time(shown))
+        created = {stored[u][0] for u in self.uuids}
+        test.assertIn(WHOLE, created)  # every database keeps whole seconds
+
+    def test_a_failing_statement_raises_what_sqlalchemy_raises(
+            self) -> None:
+        test: Any = self
+        broken = DriverRead(
+            select(literal_column("1")).select_from(table("no_such_table")),
+            self.db.engine.dialect)
+        with self.db.statement_connection() as conn:
+            with test.assertRaises(DBAPIError) as raised:
+                broken.rows(conn, {})
+            test.assertFalse(raised.exception.connection_invalidated)
+        with self.db.statement_connection() as conn:  # still usable
+            test.assertIsNotNone(
+                lookups.allocation_for_reading(conn, self.uuids[0], True))
+
+
+def _stored(db: Database) -> list[str]:
+    """A node and allocations covering the columns a read converts
+    (a queue deadline, constraints, a node) and the timestamps a view
+    writes; their UUIDs."""
+    uuids = [str(uuid.uuid4()) for _ in range(6)]
+    with db.write() as session:
+        node = Node(uuid=str(uuid.uuid4()), name="driver-reads-node",
+                    driver="fake-hardware", resource_class="rc-a",
+                    provision_state="active", power_state="power on")
+        session.add(node)
+        session.flush()
+        for index, ident in enumerate(uuids):
+            session.add(Allocation(
+                uuid=ident, name=f"driver-reads-{index}" if index % 2 == 0
+                else None,
+                state=("active", "allocating", "error")[index % 3],
+                node_id=node.id if index == 0 else None,
+                resource_class=("rc-a", "rc-b")[index % 2],
+                traits=["CUSTOM_X"] if index == 1 else [],
+                candidate_nodes=[], extra={"i": index},
+                owner="project-a" if index < 3 else None,
+                last_error="no node" if index == 2 else None,
+                constraints={"node_owner": "project-a"} if index == 3
+                else None,
+                conductor_affinity="driver-reads",
+                queue_deadline=ZEROS if index == 4 else None,
+                created_at=(WHOLE, ZEROS)[index % 2]
+                + datetime.timedelta(minutes=index // 2),
+                updated_at=None if index == 5 else WHOLE,
+            ))
+    return uuids
+
+
+class SQLiteDriverReads(_DriverReads, testtools.TestCase):
+    kind = "sqlite"
+
+
+class PostgreSQLDriverReads(_DriverReads, testtools.TestCase):
+    kind = "postgresql"
+
+
+class MariaDBDriverReads(_DriverReads, testtools.TestCase):
+    kind = "mysql"
