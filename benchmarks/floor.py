@@ -24,8 +24,17 @@ in one run:
   ``Client.list_allocations`` against bare ``requests`` GETs plus
   ``.json()`` of the same pages, alternated ``--walks`` times.
 
-The table gives, per request, the server's CPU, both floors and the ratio
-server / (HTTP + SQL); the load average is printed at the start and end.
+The three are measured in alternating rounds (``--rounds``, 5 by
+default): the creates are split into rounds, and each round is sent to
+the server, then to the HTTP floor, then run as the SQL floor; then the
+polls, then the lists, the same way.  A change of the machine's load
+during the run (it is shared) then weighs on all three alike.  The
+table gives, per request, the medians over the rounds of the server's
+CPU and of both floors, and the median of each round's ratio server /
+(HTTP + SQL); every round's figures are in the JSON.  The load average
+is printed at the start and end.  The HTTP floor is started once with
+the size of a create's answer, and again, for the polls and lists,
+once the server's list of ``--list-size`` is known.
 :mod:`benchmarks.floor_profile` profiles the server during creates and
 during polls.
 
@@ -51,6 +60,7 @@ import statistics
 import sys
 import tempfile
 import time
+import uuid as uuidlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -151,23 +161,13 @@ def per_request_ms(pid: int, count: int, send: Callable[[int], object]
     return (cpu_seconds(pid) - before) * 1000.0 / count
 
 
-def drive(pid: int, client: Client, args: argparse.Namespace,
-          uuids: list[str]) -> dict[str, float]:
-    """Warm up, then measure creates, gets and lists; fills ``uuids``
-    (the created allocations) when the target is the server."""
-    for _ in range(WARMUP):
-        uuids.append(client.create())
-    client.get(uuids[0])
+def warm_up(client: Client, args: argparse.Namespace) -> list[str]:
+    """Creates, a poll and a list before measuring (imports, caches);
+    the UUIDs created (empty strings for the hello world)."""
+    made = [client.create() for _ in range(WARMUP)]
+    client.get(made[0])
     client.list(args.list_size)
-    made: list[str] = []
-    result = {"create": per_request_ms(
-        pid, args.allocations, lambda _i: made.append(client.create()))}
-    uuids += made
-    result["get"] = per_request_ms(
-        pid, args.gets, lambda i: client.get(uuids[i % len(uuids)]))
-    result["list"] = per_request_ms(
-        pid, args.lists, lambda _i: client.list(args.list_size))
-    return result
+    return made
 
 
 def hello_command(db: str) -> Callable[[int], list[str]]:
@@ -180,19 +180,116 @@ def hello_command(db: str) -> Callable[[int], list[str]]:
     return command
 
 
-def measure_server(db: str, args: argparse.Namespace
-                   ) -> tuple[dict[str, float], dict[str, int], list[str],
-                              dict[str, float]]:
-    """The server's CPU per request, its answers' sizes, the UUIDs, and
-    the client's CPU walking every allocation (:func:`walks`)."""
-    target = reference.start(db)
+@contextlib.contextmanager
+def hello_world(db: str, sizes: dict[str, int],
+                args: argparse.Namespace) -> Iterator[tuple[int, Client]]:
+    """The HTTP floor answering bodies of ``sizes``, warmed up: its PID
+    and a client."""
+    os.environ[hello_serve.SIZES_ENV] = ",".join(
+        f"{kind}={size}" for kind, size in sizes.items())
+    target = targets.serve_process(
+        "hello", tempfile.mkdtemp(prefix="bench-hello-"), hello_command(db),
+        "hello.log", lambda: "")
     try:
-        client = Client(target.endpoint, expect_active=True)
-        uuids: list[str] = []
-        result = drive(target.pid, client, args, uuids)
-        return result, client.sizes, uuids, walks(target.endpoint, args)
+        client = Client(target.endpoint, expect_active=False)
+        warm_up(client, args)
+        yield target.pid, client
     finally:
         target.stop()
+
+
+def shares(total: int, rounds: int) -> list[int]:
+    """``total`` requests split over ``rounds`` (none empty)."""
+    rounds = max(1, min(rounds, total))
+    return [total // rounds + (1 if r < total % rounds else 0)
+            for r in range(rounds)]
+
+
+class Rounds:
+    """Per-request CPU ms of the server, the HTTP floor and the SQL floor,
+    measured in alternating rounds of one kind of request, so that the
+    machine's load drifting during a run weighs on all three alike."""
+
+    def __init__(self) -> None:
+        self.samples: dict[str, dict[str, list[float]]] = {
+            part: {kind: [] for kind in KINDS}
+            for part in ("server", "http", "sql")}
+
+    def run(self, kind: str, total: int, rounds: int,
+            server: Callable[[int], float], http: Callable[[int], float],
+            sql: Callable[[int], float]) -> None:
+        """``total`` requests of ``kind`` in ``rounds``; each callable
+        sends its share and returns its CPU ms per request."""
+        for count in shares(total, rounds):
+            for part, measure in (("server", server), ("http", http),
+                                  ("sql", sql)):
+                self.samples[part][kind].append(measure(count))
+
+    def medians(self, part: str) -> dict[str, float]:
+        return {kind: statistics.median(values)
+                for kind, values in self.samples[part].items()}
+
+    def ratios(self) -> dict[str, float]:
+        """Per kind, the median over rounds of server / (HTTP + SQL)."""
+        return {kind: statistics.median(
+            server / (http + sql) for server, http, sql in zip(
+                self.samples["server"][kind], self.samples["http"][kind],
+                self.samples["sql"][kind], strict=True))
+            for kind in KINDS}
+
+
+def measure_rounds(db: tuple[str, str], args: argparse.Namespace,
+                   server_pid: int, client: Client,
+                   uuids: list[str]) -> tuple[Rounds, dict[str, int]]:
+    """Creates, then polls, then lists, each in ``--rounds`` alternating
+    rounds of the server (``server_pid``, ``client``), the HTTP floor and
+    the SQL floor (``db``: the server's and the SQL floor's database);
+    the rounds and the sizes of the server's answers."""
+    server_db, floor_db = db
+    rounds = Rounds()
+    sql = floor_sql.Floor(floor_db, RC)
+    try:
+        floor_uuids = [str(uuidlib.uuid4())
+                       for _ in range(args.allocations)]
+        with hello_world(server_db, dict(client.sizes), args) as (
+                hello_pid, hello):
+            floor_made = iter(floor_uuids)
+            rounds.run(
+                "create", args.allocations, args.rounds,
+                lambda n: per_request_ms(
+                    server_pid, n, lambda _i: uuids.append(client.create())),
+                lambda n: per_request_ms(
+                    hello_pid, n, lambda _i: hello.create()),
+                lambda n: floor_sql.cpu_ms(
+                    lambda _i: sql.create_one(next(floor_made)), n))
+        client.list(args.list_size)  # the size of the full list
+        sizes = dict(client.sizes)
+        def polled(index: int) -> str:
+            return uuids[index % len(uuids)]
+
+        with hello_world(server_db, sizes, args) as (hello_pid, hello):
+            rounds.run(
+                "get", args.gets, args.rounds,
+                lambda n: per_request_ms(
+                    server_pid, n, lambda i: client.get(polled(i))),
+                lambda n: per_request_ms(
+                    hello_pid, n, lambda i: hello.get(polled(i))),
+                lambda n: floor_sql.cpu_ms(
+                    lambda i: sql.get(floor_uuids[i % len(floor_uuids)]), n))
+            rounds.run(
+                "list", args.lists, args.rounds,
+                lambda n: per_request_ms(
+                    server_pid, n, lambda _i: client.list(args.list_size)),
+                lambda n: per_request_ms(
+                    hello_pid, n, lambda _i: hello.list(args.list_size)),
+                lambda n: floor_sql.cpu_ms(
+                    lambda _i: sql.list(args.list_size), n))
+        if hello.sizes != sizes:
+            raise RuntimeError(f"hello world answered {hello.sizes}, "
+                               f"not {sizes}")
+        return rounds, sizes
+    finally:
+        sql.db.close()
 
 
 def walks(endpoint: str, args: argparse.Namespace) -> dict[str, float]:
@@ -232,25 +329,6 @@ def walks(endpoint: str, args: argparse.Namespace) -> dict[str, float]:
     return result
 
 
-def measure_hello(db: str, sizes: dict[str, int], uuids: list[str],
-                  args: argparse.Namespace) -> dict[str, float]:
-    """The hello world's CPU per request, answers of ``sizes``."""
-    os.environ[hello_serve.SIZES_ENV] = ",".join(
-        f"{kind}={size}" for kind, size in sizes.items())
-    target = targets.serve_process(
-        "hello", tempfile.mkdtemp(prefix="bench-hello-"), hello_command(db),
-        "hello.log", lambda: "")
-    try:
-        client = Client(target.endpoint, expect_active=False)
-        result = drive(target.pid, client, args, list(uuids))
-        if client.sizes != sizes:
-            raise RuntimeError(f"hello world answered {client.sizes}, "
-                               f"not {sizes}")
-        return result
-    finally:
-        target.stop()
-
-
 @contextlib.contextmanager
 def databases(kind: str, workdir: str, nodes: int
               ) -> Iterator[tuple[str, str]]:
@@ -287,15 +365,24 @@ def measure_database(kind: str, args: argparse.Namespace) -> dict[str, Any]:
     try:
         with databases(kind, workdir, nodes) as (server_db, floor_db):
             load_start = os.getloadavg()
-            log(f"{kind}: the server")
-            server, sizes, uuids, walked = measure_server(server_db, args)
-            log(f"{kind}: the HTTP floor")
-            hello = measure_hello(server_db, sizes, uuids, args)
-            log(f"{kind}: the SQL floor")
-            sql = floor_sql.measure(floor_db, RC, nodes, args.gets,
-                                    args.lists, args.list_size)
-            return {"server_cpu_ms": server, "http_floor_ms": hello,
-                    "sql_floor_ms": sql, "body_bytes": sizes,
+            log(f"{kind}: the server, the HTTP floor and the SQL floor, "
+                f"in {args.rounds} alternating rounds of each request")
+            target = reference.start(server_db)
+            try:
+                client = Client(target.endpoint, expect_active=True)
+                uuids = warm_up(client, args)
+                rounds, sizes = measure_rounds(
+                    (server_db, floor_db), args, target.pid, client, uuids)
+                log(f"{kind}: the SDK's iterator")
+                walked = walks(target.endpoint, args)
+            finally:
+                target.stop()
+            return {"server_cpu_ms": rounds.medians("server"),
+                    "http_floor_ms": rounds.medians("http"),
+                    "sql_floor_ms": rounds.medians("sql"),
+                    "ratio": rounds.ratios(),
+                    "rounds": rounds.samples,
+                    "body_bytes": sizes,
                     "client_cpu_ms": walked,
                     "load_average": [list(load_start),
                                      list(os.getloadavg())]}
@@ -317,7 +404,7 @@ def table(results: dict[str, dict[str, Any]], list_size: int) -> list[str]:
             lines.append(
                 f"{kind:10}  {label:22}  {result['body_bytes'][request]:>7}  "
                 f"{server:>13.2f}  {http:>13.2f}  {sql:>12.2f}  "
-                f"{server / (http + sql):>5.1f}x")
+                f"{result['ratio'][request]:>5.1f}x")
     for kind, result in results.items():
         walked = result["client_cpu_ms"]
         lines.append(
@@ -337,10 +424,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help=f"creates measured (as many nodes, plus "
                         f"{WARMUP})")
     parser.add_argument("--gets", type=int, default=500)
-    parser.add_argument("--lists", type=int, default=10)
+    parser.add_argument("--lists", type=int, default=20)
     parser.add_argument("--list-size", type=int, default=1000,
                         help="at most the allocations made (with the "
                         "warm-up's)")
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="alternating rounds of the server and the "
+                        "floors per kind of request (the figures are "
+                        "their medians)")
     parser.add_argument("--walks", type=int, default=10,
                         help="walks of every allocation through the SDK "
                         "and with bare requests, alternating")

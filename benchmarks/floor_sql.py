@@ -27,7 +27,6 @@ import datetime
 import random
 import sqlite3
 import time
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -156,6 +155,11 @@ class Floor:
                 return True
         return False
 
+    def create_one(self, allocation_uuid: str) -> None:
+        """:meth:`create`, which must find a free node."""
+        if not self.create(allocation_uuid):
+            raise RuntimeError("SQL floor: no free node left")
+
     def get(self, allocation_uuid: str) -> Any:
         return self.db.execute(GET, (allocation_uuid,)).fetchone()
 
@@ -169,26 +173,3 @@ def cpu_ms(operation: Callable[[int], object], count: int) -> float:
     for index in range(count):
         operation(index)
     return (time.thread_time() - start) * 1000.0 / count
-
-
-def measure(url: str, resource_class: str, creates: int, gets: int,
-            lists: int, list_size: int) -> dict[str, float]:
-    """CPU ms per create, get and list of ``list_size`` on ``url``, whose
-    nodes (at least ``creates``, all free) are enrolled already."""
-    floor = Floor(url, resource_class)
-    try:
-        uuids = [str(uuid.uuid4()) for _ in range(creates)]
-
-        def create(index: int) -> None:
-            if not floor.create(uuids[index]):
-                raise RuntimeError("SQL floor: no free node left")
-
-        result = {"create": cpu_ms(create, creates)}
-        result["get"] = cpu_ms(lambda i: floor.get(uuids[i % creates]), gets)
-        found = len(floor.list(list_size))
-        if found < min(list_size, creates):
-            raise RuntimeError(f"SQL floor: listed {found} allocations")
-        result["list"] = cpu_ms(lambda _i: floor.list(list_size), lists)
-        return result
-    finally:
-        floor.db.close()
