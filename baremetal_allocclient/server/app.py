@@ -128,6 +128,12 @@ _ROUTES: list[tuple[str, str, Handler]] = [
 ]
 
 
+_VERSION_RANGE = (
+    (versions.MIN_HEADER, str(versions.MIN_VERSION)),
+    (versions.MAX_HEADER, str(versions.MAX_VERSION)),
+)
+
+
 @functools.lru_cache(maxsize=64)
 def _host_url(scheme: str, host: str) -> str:
     """``Request.host_url`` without its trailing slash, converted once
@@ -172,13 +178,6 @@ class Application:
         request = _Request(environ)
         request_id = f"req-{uuidlib.uuid4()}"
         response, version = self._dispatch(request)
-        headers = response.headers
-        headers[versions.MIN_HEADER] = str(versions.MIN_VERSION)
-        headers[versions.MAX_HEADER] = str(versions.MAX_VERSION)
-        if version is not None:
-            headers[versions.HEADER] = str(version)
-        headers["X-OpenStack-Request-Id"] = request_id
-        headers["OpenStack-Request-Id"] = request_id
         if LOG.isEnabledFor(logging.INFO):  # the line costs its arguments
             LOG.info(
                 "%s %s %s -> %s user=%s", request.method,
@@ -186,7 +185,19 @@ class Application:
                 request.headers.get(versions.HEADER, "-"),
                 response.status_code, environ.get("REMOTE_USER", "-"),
             )
-        return response(environ, start_response)
+        # Every answer's version and request id headers, after its own:
+        # added to the list handed to the server rather than set one by
+        # one on the response (werkzeug checks each for an existing one).
+        added = [*_VERSION_RANGE, ("X-OpenStack-Request-Id", request_id),
+                 ("OpenStack-Request-Id", request_id)]
+        if version is not None:
+            added.insert(2, (versions.HEADER, str(version)))
+
+        def start(status: str, headers: list[tuple[str, str]],
+                  exc_info: Any = None) -> Any:
+            return start_response(status, headers + added, exc_info)
+
+        return response(environ, start)
 
     def _base_url(self, request: Request) -> str:
         return _host_url(request.scheme, request.host)

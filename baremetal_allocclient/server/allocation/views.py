@@ -7,6 +7,7 @@ the same table drives rendering and ``fields=`` validation.
 from __future__ import annotations
 
 import datetime
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -209,5 +210,18 @@ def allocation_view(
     funnel: bool = False,
 ) -> str:
     """One allocation as :class:`AllocationRenderer` renders it."""
-    return AllocationRenderer(base_url, minor, fields, funnel)(
-        allocation, node_uuid)
+    return renderer(base_url, minor, fields, funnel)(allocation, node_uuid)
+
+
+def renderer(base_url: str, minor: int, fields: Sequence[str] | None = None,
+             funnel: bool = False) -> AllocationRenderer:
+    """The :class:`AllocationRenderer` of these arguments, made once
+    (every poll at one version asks for the same one)."""
+    return _renderer(base_url, minor,
+                     None if fields is None else tuple(fields), funnel)
+
+
+@functools.lru_cache(maxsize=256)
+def _renderer(base_url: str, minor: int, fields: tuple[str, ...] | None,
+              funnel: bool) -> AllocationRenderer:
+    return AllocationRenderer(base_url, minor, fields, funnel)

@@ -444,18 +444,26 @@ def is_uuid(value: object) -> bool:
         return False
 
 
+#: A UUID as ``str(uuid.UUID(...))`` writes it: what clients send back
+#: and what is recognised without building a ``UUID``.
+_CANONICAL_UUID = re.compile(
+    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
 def canonical_uuid(value: str) -> str:
     """A client's UUID as stored and compared: lower case, hyphenated
     (pure).  Databases differ in case sensitivity, so ``A1B2...`` and
     ``a1b2...`` must reach none of them as two values.  Anything not
     UUID-like (a name) is returned unchanged."""
-    if not is_uuid_like(value):
+    if _CANONICAL_UUID.fullmatch(value) or not is_uuid_like(value):
         return value
     return str(uuidlib.UUID(value))
 
 
 def is_uuid_like(value: str) -> bool:
     """Identifiers that are looked up as UUIDs rather than names."""
+    if _CANONICAL_UUID.fullmatch(value):
+        return True
     try:
         uuidlib.UUID(value)
     except ValueError:

@@ -100,7 +100,7 @@ def list_allocations(ctx: Context) -> Response:
         marker=None if marker_ident is None else (
             lambda session: find_allocation(session, marker_ident, ctx)),
     ))
-    render = views.AllocationRenderer(
+    render = views.renderer(
         ctx.base_url, ctx.minor, fields,
         constraints_requested(ctx))
     members = [("allocations", json_text.array(
