@@ -30,6 +30,7 @@ from baremetal_allocclient.server.allocation.selection import (
     active_filters,
 )
 from baremetal_allocclient.server.allocation.states import ALLOCATING
+from baremetal_allocclient.server.db.driver_statements import driver_statement
 from baremetal_allocclient.server.db.engine import (
     Database,
 )
@@ -119,11 +120,12 @@ def waiting_before(conn: Any, allocation_id: int, node_id: int,
     read, not locked (the one lock order is kept).  Reading one that
     settles meanwhile only makes the caller skip the node this time.
     """
-    rows = conn.execute(_EARLIER_IN_LINE, {
+    earlier_in_line = driver_statement(_EARLIER_IN_LINE, conn.dialect)
+    rows = earlier_in_line.rows(conn, {
         "q_rc": resource_class, "q_now": now, "q_before": allocation_id,
-    }).all()
+    })
     for row in rows:
-        earlier = Allocation(**dict(row._mapping))
+        earlier = Allocation(**earlier_in_line.row_type._make(row)._asdict())
         if _node_matches(conn, node_id, request_of(earlier)):
             return True
     return False

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 from sqlalchemy import (
     BindParameter,
@@ -28,7 +28,7 @@ from sqlalchemy import (
     or_,
     select,
 )
-from sqlalchemy.engine import Connection, Dialect
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from baremetal_allocclient import constraints as constraints_module
@@ -50,7 +50,7 @@ from baremetal_allocclient.server.allocation.selection import (
     funnel_steps,
 )
 from baremetal_allocclient.server.db import node_properties  # noqa: F401
-from baremetal_allocclient.server.db.driver_reads import DriverRead
+from baremetal_allocclient.server.db.driver_statements import driver_statement
 from baremetal_allocclient.server.db.models import (
     Allocation,
     Node,
@@ -232,15 +232,6 @@ def _window_predicates(
     return result
 
 
-@functools.lru_cache(maxsize=256)
-def _window_read(filters: tuple[AnyFilter, ...], before: bool,
-                 dialect: Dialect) -> DriverRead:
-    """:func:`candidate_query` compiled for ``dialect``, run on the
-    driver's cursor (a window is read once or twice per attempt)."""
-    return DriverRead(cast(Select[Any], candidate_query(filters, before)),
-                      dialect)
-
-
 @functools.cache
 def _named_candidate_query(
     filters: tuple[AnyFilter, ...]
@@ -269,11 +260,12 @@ def candidate_window(
     conn = (session.connection() if isinstance(session, Session)
             else session)
     params = filter_params(request)
-    rows = _window_read(key, False, conn.dialect).rows(
+    rows = driver_statement(candidate_query(key), conn.dialect).rows(
         conn, {**params, "w_pivot": pivot, "w_limit": limit})
     if len(rows) < limit:
-        rows += _window_read(key, True, conn.dialect).rows(
-            conn, {**params, "w_pivot": pivot, "w_limit": limit - len(rows)})
+        rows += driver_statement(candidate_query(key, True), conn.dialect
+                                 ).rows(conn, {**params, "w_pivot": pivot,
+                                               "w_limit": limit - len(rows)})
     found = [Candidate(int(node_id), name, str(uuid))
              for node_id, name, uuid in rows]
     preferred = request.preferred_name

@@ -56,6 +56,7 @@ from baremetal_allocclient.server.allocation.states import (
     ALLOCATING,
     ERROR,
 )
+from baremetal_allocclient.server.db.driver_statements import driver_statement
 from baremetal_allocclient.server.db.engine import (
     Database,
     is_transient,
@@ -209,7 +210,8 @@ def _give_node(conn: Any, statement: Update, params: dict[str, Any],
     info = (conn.scalar(_NODE_INSTANCE_INFO, params) if locked is None
             else locked[1])
     params["r_info"] = {**(info or {}), "traits": list(traits)}
-    return rowcount(conn.execute(statement, params)) == 1
+    return driver_statement(statement, conn.dialect).rowcount(
+        conn, params) == 1
 
 
 def reserve(
@@ -251,7 +253,7 @@ def reserve(
     gone = Reservation.NODE_TAKEN
     try:
         with db.write_connection() as conn:
-            node = conn.execute(lock, params).first()
+            node = driver_statement(lock, conn.dialect).first(conn, params)
             if node is None:
                 raise _Rollback()  # locked by another transaction, or gone
             owned = _owned_or_activated(conn, params)
@@ -281,12 +283,14 @@ def _owned_or_activated(conn: Any, params: dict[str, Any]) -> Any:
     activated by the one compare-and-set (rolled back with the
     transaction if the node is not given); a row: it waited in line, and
     :func:`_activation` activates it; a :class:`Reservation`: stop."""
-    if rowcount(conn.execute(_ACTIVATE_OWNED, params)) == 1:
+    dialect = conn.dialect
+    if driver_statement(_ACTIVATE_OWNED, dialect).rowcount(conn, params) == 1:
         return None
-    owned = conn.execute(_OWNED_ALLOCATION, params).first()
+    owned = driver_statement(_OWNED_ALLOCATION, dialect).first(conn, params)
     if owned is not None:
         return owned
-    exists = conn.scalar(_ALLOCATION_EXISTS, params) is not None
+    exists = driver_statement(_ALLOCATION_EXISTS, dialect).first(
+        conn, params) is not None
     return Reservation.NOT_OURS if exists else Reservation.ALLOCATION_DELETED
 
 

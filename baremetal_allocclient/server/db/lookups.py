@@ -22,13 +22,13 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy import cast as sql_cast
-from sqlalchemy.engine import Connection, Dialect
+from sqlalchemy.engine import Connection
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.functions import FunctionElement
 
 from baremetal_allocclient.server.db import node_properties  # noqa: F401
-from baremetal_allocclient.server.db.driver_reads import DriverRead
+from baremetal_allocclient.server.db.driver_statements import driver_statement
 from baremetal_allocclient.server.db.engine import (
     WRITE,
 )
@@ -174,18 +174,14 @@ def allocation_for_reading(
     ``node_uuid`` column), in one query; None when there is none.
 
     For answering reads: a named tuple of the driver's values
-    (:class:`~baremetal_allocclient.server.db.driver_reads.DriverRead`),
+    (:class:`~baremetal_allocclient.server.db.driver_statements.
+    DriverStatement`),
     not an ORM object nor a SQLAlchemy ``Row``, because building those
     costs more CPU than the query itself and GET is what polling clients
     repeat.
     """
-    return _allocation_read(by_uuid, conn.dialect).first(
-        conn, {"ident": ident})
-
-
-@functools.lru_cache(maxsize=64)
-def _allocation_read(by_uuid: bool, dialect: Dialect) -> DriverRead:
-    return DriverRead(_allocation_with_node_uuid(by_uuid), dialect)
+    return driver_statement(_allocation_with_node_uuid(by_uuid),
+                            conn.dialect).first(conn, {"ident": ident})
 
 
 def allocation_from_row(row: Any) -> Allocation:

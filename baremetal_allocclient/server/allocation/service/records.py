@@ -25,7 +25,7 @@ from baremetal_allocclient.server.api import listing, patching, policy, schemas
 from baremetal_allocclient.server.api.auth import Principal
 from baremetal_allocclient.server.api.errors import bad_request, conflict
 from baremetal_allocclient.server.db import lookups
-from baremetal_allocclient.server.db.driver_reads import DriverRead
+from baremetal_allocclient.server.db.driver_statements import DriverStatement
 from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import Allocation, Node, utcnow
 
@@ -88,7 +88,7 @@ _PAGE_FILTERS = ("node_id", "state", "resource_class", "owner")
 
 @functools.lru_cache(maxsize=256)
 def _page_read(dialect: Dialect, filters: tuple[str, ...], sort_key: str,
-               sort_dir: str, marker: str | None) -> DriverRead:
+               sort_dir: str, marker: str | None) -> DriverStatement:
     """The statement of a page of this shape, compiled for ``dialect``:
     ``filters`` and, after a marker (``marker``: ``"value"``, or
     ``"null"`` when its sort value is NULL), the bind parameters
@@ -103,7 +103,7 @@ def _page_read(dialect: Dialect, filters: tuple[str, ...], sort_key: str,
         bindparam("marker_id"))
     query = listing.ordered_after(query, sort_dir, column, Allocation.id,
                                   after)
-    return DriverRead(query.limit(bindparam("limit")), dialect)
+    return DriverStatement(query.limit(bindparam("limit")), dialect)
 
 
 def read(db: Database, find: Callable[[Connection], _Read]) -> _Read:

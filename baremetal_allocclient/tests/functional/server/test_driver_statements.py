@@ -1,32 +1,45 @@
-"""Reads on the driver's cursor (``db/driver_reads.py``) give what
-SQLAlchemy's execution of the same statement gives, on SQLite,
+"""Statements on the driver's cursor (``db/driver_statements.py``) give
+what SQLAlchemy's execution of the same statement gives, on SQLite,
 PostgreSQL and MariaDB, and fail as SQLAlchemy fails.
 
-A poll and a page of a list no longer go through SQLAlchemy's
-execution; these tests hold their rows to SQLAlchemy's for the same
-statement (every shape of page: filters, sort keys and directions,
-markers with and without a sort value), their timestamps to the text
-Ironic shows for the stored value (whole seconds, trailing zeros), and
-a failing statement to SQLAlchemy's exception.
+A poll, a page of a list and a reservation's statements no longer go
+through SQLAlchemy's execution; these tests hold their rows to
+SQLAlchemy's for the same statement (every shape of page: filters, sort
+keys and directions, markers with and without a sort value), their
+timestamps to the text Ironic shows for the stored value (whole
+seconds, trailing zeros), and a failing statement to SQLAlchemy's
+exception: outside a transaction and inside one (which is rolled back),
+and for a connection lost inside one (invalidated, and "unavailable" to
+the callers' checks).
 """
 
 from __future__ import annotations
 
 import datetime
 import itertools
+import time
 import uuid
 from typing import Any, ClassVar
 
 import testtools
-from sqlalchemy import event, literal_column, select, table
+from sqlalchemy import (
+    bindparam,
+    column,
+    event,
+    literal_column,
+    select,
+    table,
+    text,
+    update,
+)
 from sqlalchemy.exc import DBAPIError
 
 from baremetal_allocclient.server.allocation import views
 from baremetal_allocclient.server.allocation.service import records
 from baremetal_allocclient.server.api import listing
 from baremetal_allocclient.server.db import lookups
-from baremetal_allocclient.server.db.driver_reads import DriverRead
-from baremetal_allocclient.server.db.engine import Database
+from baremetal_allocclient.server.db.driver_statements import DriverStatement
+from baremetal_allocclient.server.db.engine import Database, is_unavailable
 from baremetal_allocclient.server.db.models import Allocation, Node
 from baremetal_allocclient.tests.functional.multiprocess import _databases
 
@@ -36,7 +49,7 @@ WHOLE = datetime.datetime(2026, 1, 2, 3, 4, 5)
 ZEROS = datetime.datetime(2026, 1, 2, 3, 4, 6, 120000)
 
 
-class _DriverReads:
+class _DriverStatements:
     """Mixin; ``kind`` names the database."""
 
     kind: ClassVar[str]
@@ -146,7 +159,7 @@ class _DriverReads:
     def test_a_failing_statement_raises_what_sqlalchemy_raises(
             self) -> None:
         test: Any = self
-        broken = DriverRead(
+        broken = DriverStatement(
             select(literal_column("1")).select_from(table("no_such_table")),
             self.db.engine.dialect)
         with self.db.statement_connection() as conn:
@@ -156,6 +169,59 @@ class _DriverReads:
         with self.db.statement_connection() as conn:  # still usable
             test.assertIsNotNone(
                 lookups.allocation_for_reading(conn, self.uuids[0], True))
+
+    def test_a_failing_statement_in_a_transaction_rolls_it_back(
+            self) -> None:
+        test: Any = self
+        rename = DriverStatement(
+            update(Allocation).where(Allocation.uuid == bindparam("u"))
+            .values(name=bindparam("n")), self.db.engine.dialect)
+        broken = DriverStatement(
+            update(table("no_such_table", column("x"))).values(x=1),
+            self.db.engine.dialect)
+        with test.assertRaises(DBAPIError) as raised, \
+                self.db.write_connection() as conn:
+            test.assertEqual(1, rename.rowcount(
+                conn, {"u": self.uuids[1], "n": "renamed"}))
+            broken.rowcount(conn, {})
+        test.assertFalse(raised.exception.connection_invalidated)
+        test.assertFalse(is_unavailable(raised.exception))
+        with self.db.statement_connection() as conn:
+            row = lookups.allocation_for_reading(conn, self.uuids[1], True)
+        test.assertIsNone(row.name)
+
+    def test_a_connection_lost_in_a_transaction_is_unavailable(
+            self) -> None:
+        test: Any = self
+        if self.kind == "sqlite":
+            test.skipTest("an SQLite connection cannot be lost")
+        backend = DriverStatement(
+            select(literal_column(_BACKEND_ID[self.kind]).label("id")),
+            self.db.engine.dialect)
+        rename = DriverStatement(
+            update(Allocation).where(Allocation.uuid == bindparam("u"))
+            .values(name=bindparam("n")), self.db.engine.dialect)
+        with test.assertRaises(DBAPIError) as raised, \
+                self.db.write_connection() as conn:
+            killed = backend.first(conn, {}).id
+            with self.db.engine.connect() as other:
+                other.execute(text(_KILL[self.kind].format(int(killed))))
+                other.commit()
+            time.sleep(0.2)  # the server closes its end
+            rename.rowcount(conn, {"u": self.uuids[2], "n": "lost"})
+        test.assertTrue(raised.exception.connection_invalidated)
+        test.assertTrue(is_unavailable(raised.exception))
+        # The statement's own error (the connection invalidated at once),
+        # not the rollback's that follows on a lost connection.
+        test.assertIn("UPDATE allocations", str(raised.exception))
+        with self.db.statement_connection() as conn:  # a new connection
+            row = lookups.allocation_for_reading(conn, self.uuids[2], True)
+            test.assertNotEqual(killed, backend.first(conn, {}).id)
+        test.assertNotEqual("lost", row.name)
+
+
+_BACKEND_ID = {"postgresql": "pg_backend_pid()", "mysql": "CONNECTION_ID()"}
+_KILL = {"postgresql": "SELECT pg_terminate_backend({})", "mysql": "KILL {}"}
 
 
 def _stored(db: Database) -> list[str]:
@@ -191,13 +257,13 @@ def _stored(db: Database) -> list[str]:
     return uuids
 
 
-class SQLiteDriverReads(_DriverReads, testtools.TestCase):
+class SQLiteDriverStatements(_DriverStatements, testtools.TestCase):
     kind = "sqlite"
 
 
-class PostgreSQLDriverReads(_DriverReads, testtools.TestCase):
+class PostgreSQLDriverStatements(_DriverStatements, testtools.TestCase):
     kind = "postgresql"
 
 
-class MariaDBDriverReads(_DriverReads, testtools.TestCase):
+class MariaDBDriverStatements(_DriverStatements, testtools.TestCase):
     kind = "mysql"

@@ -1,0 +1,168 @@
+"""Statements compiled once, run on the database driver's own cursor.
+
+A poll, a page of a list, a candidate window and the statements of a
+reservation run for every request that waits on an allocation.  Around
+the driver's work, SQLAlchemy's execution (its execution context, the
+cursor's description, a ``Row`` per row) costs more than the work
+itself.  A :class:`DriverStatement` keeps what SQLAlchemy compiled for
+one dialect (the SQL, the order of its parameters, the conversions of
+the values and columns that have one) and runs it on the DB-API cursor
+of the caller's SQLAlchemy connection, through the dialect's
+``do_execute`` (as SQLAlchemy runs every statement).  A statement whose
+parameters SQLAlchemy expands when it runs (an ``IN`` list's) is left
+to SQLAlchemy.
+
+Errors are SQLAlchemy's:
+
+* outside a transaction (a read on ``Database.statement_connection``),
+  a statement the driver refused is run once more through SQLAlchemy on
+  the same connection, which raises its usual exception and, for a lost
+  connection, invalidates the pool; a read changes nothing, so running
+  it twice is harmless;
+* inside a transaction (a reservation's), where the database may have
+  aborted the transaction, the driver's exception is raised as the one
+  SQLAlchemy raises for it (``DBAPIError.instance``), and a lost
+  connection is invalidated, so the transaction's end and the callers'
+  checks (``db.engine.is_unavailable``, ``is_transient``) see what they
+  always see.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NoReturn, cast
+
+from sqlalchemy.engine import Connection, Dialect
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.sql import Executable
+
+_Processor = Callable[[Any], Any]
+
+
+class DriverStatement:
+    """``statement`` (a SELECT, UPDATE or DELETE) compiled for
+    ``dialect``; its bind parameters are given by name."""
+
+    def __init__(self, statement: Any, dialect: Dialect) -> None:
+        self.statement: Executable = statement
+        compiled = statement.compile(dialect=dialect)
+        self._compiled = compiled
+        self.sql = compiled.string
+        self._order = (tuple(compiled.positiontup or ())
+                       if compiled.positional else None)
+        self._bind_processors = {
+            name: processor for name, bind in compiled.binds.items()
+            if (processor := bind.type.dialect_impl(dialect)
+                .bind_processor(dialect)) is not None}
+        columns = getattr(statement, "selected_columns", None)
+        names = [] if columns is None else list(columns.keys())
+        processors = [] if columns is None else [
+            column.type.dialect_impl(dialect).result_processor(dialect, None)
+            for column in columns]
+        #: (position, conversion) of the columns that have one (a
+        #: SQLite ``DateTime`` is text to parse; most columns have none).
+        self._result_processors = tuple(
+            (index, processor) for index, processor in enumerate(processors)
+            if processor is not None)
+        self.row_type: Any = collections.namedtuple(  # type: ignore[misc]
+            "DriverRow", names, rename=True)
+        self._dialect = dialect
+        self._error = dialect.loaded_dbapi.Error
+        #: A parameter that SQLAlchemy renders into the SQL when it runs
+        #: (an ``IN`` list's) leaves the statement to SQLAlchemy.
+        self._direct = not any(bind.expanding or bind.literal_execute
+                               for bind in compiled.binds.values())
+
+    def rows(self, conn: Connection, values: Mapping[str, Any]
+             ) -> list[tuple[Any, ...]]:
+        """Every row, as the driver's tuples (in the order of the
+        statement's columns)."""
+        rows, _count = self._run(conn, values, fetch=None)
+        return rows
+
+    def first(self, conn: Connection, values: Mapping[str, Any]) -> Any:
+        """The first row as a named tuple (:attr:`row_type`: the names
+        of the statement's columns), None when there is none."""
+        rows, _count = self._run(conn, values, fetch=1)
+        return self.row_type._make(rows[0]) if rows else None
+
+    def rowcount(self, conn: Connection, values: Mapping[str, Any]) -> int:
+        """The rows an UPDATE or DELETE matched."""
+        _rows, count = self._run(conn, values, fetch=0)
+        return count
+
+    def _run(self, conn: Connection, values: Mapping[str, Any],
+             fetch: int | None) -> tuple[list[tuple[Any, ...]], int]:
+        """The rows (``fetch``: all when None, at most that many) and the
+        row count."""
+        if not self._direct:
+            return self._through_sqlalchemy(conn, values, fetch)
+        dbapi_connection = conn.connection.dbapi_connection
+        assert dbapi_connection is not None
+        cursor = dbapi_connection.cursor()
+        parameters = self._parameters(values)
+        try:
+            self._dialect.do_execute(cursor, self.sql, parameters, None)
+            rows = (cursor.fetchall() if fetch is None
+                    else cursor.fetchmany(fetch) if fetch else [])
+            count = cursor.rowcount
+        except self._error as exc:
+            if not conn.in_transaction():
+                cursor.close()
+                return self._through_sqlalchemy(conn, values, fetch)
+            self._raise_as_sqlalchemy(conn, exc, parameters, cursor)
+        cursor.close()
+        if self._result_processors:
+            rows = [self._converted(row) for row in rows]
+        return list(rows), count
+
+    def _parameters(self, values: Mapping[str, Any]
+                    ) -> Sequence[Any] | Mapping[str, Any]:
+        """The driver's parameters: every bind's value (defaults for
+        those not in ``values``), converted, in the dialect's style."""
+        parameters = cast(dict[str, Any],
+                          self._compiled.construct_params(dict(values)))
+        for name, processor in self._bind_processors.items():
+            parameters[name] = processor(parameters[name])
+        if self._order is None:
+            return parameters
+        return tuple(parameters[name] for name in self._order)
+
+    def _through_sqlalchemy(self, conn: Connection,
+                            values: Mapping[str, Any], fetch: int | None
+                            ) -> tuple[list[tuple[Any, ...]], int]:
+        result: Any = conn.execute(self.statement, dict(values))
+        if fetch == 0:
+            return [], int(result.rowcount)
+        rows = result.all() if fetch is None else result.fetchmany(fetch)
+        return [tuple(row) for row in rows], len(rows)
+
+    def _raise_as_sqlalchemy(self, conn: Connection, exc: Exception,
+                             parameters: Any, cursor: Any) -> NoReturn:
+        """Raise the exception SQLAlchemy raises for ``exc``; a lost
+        connection is invalidated first (the pool replaces it)."""
+        cursor.close()
+        dialect = self._dialect
+        lost = dialect.is_disconnect(
+            cast(Any, exc), conn.connection.dbapi_connection, cursor)
+        error = DBAPIError.instance(
+            self.sql, parameters, exc, dialect.loaded_dbapi.Error,
+            connection_invalidated=lost, dialect=dialect)
+        if lost:
+            conn.invalidate(error)
+        raise error from exc
+
+    def _converted(self, row: Sequence[Any]) -> tuple[Any, ...]:
+        values = list(row)
+        for index, processor in self._result_processors:
+            values[index] = processor(values[index])
+        return tuple(values)
+
+
+@functools.lru_cache(maxsize=512)
+def driver_statement(statement: Any, dialect: Dialect) -> DriverStatement:
+    """The :class:`DriverStatement` of a statement built once (a module
+    constant or a cached builder's), for ``dialect``."""
+    return DriverStatement(statement, dialect)
