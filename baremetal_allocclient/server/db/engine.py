@@ -24,7 +24,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import create_engine, event
+from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import (
     DataError,
@@ -36,6 +36,8 @@ from sqlalchemy.exc import (
 )
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session
+
+from baremetal_allocclient.server.db.driver_statements import driver_statement
 
 #: The alembic script directory.
 MIGRATIONS = os.path.join(os.path.dirname(__file__), "migrations")
@@ -244,8 +246,12 @@ def _sqlite_tuning(engine: Engine) -> None:
     def _on_begin(conn: Connection) -> None:
         if conn.get_execution_options().get(_ONE_STATEMENT):
             return  # the statement is its own transaction
-        immediate = conn.info.get("immediate", False)
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        begin = _BEGIN[bool(conn.info.get("immediate", False))]
+        driver_statement(begin, conn.dialect).rowcount(conn, {})
+
+
+#: SQLite's BEGIN, immediate (a write) or not.
+_BEGIN = {True: text("BEGIN IMMEDIATE"), False: text("BEGIN")}
 
 
 def _ping_when_idle(engine: Engine) -> None:
