@@ -88,11 +88,12 @@ class AllocationRecord(Protocol):
 
 
 def _time(value: datetime.datetime | str | None) -> str:
-    """A stored timestamp (naive UTC: a ``datetime``, or SQLite's text
-    ``YYYY-MM-DD HH:MM:SS.ffffff`` as ``lookups.driver_timestamp``
-    reads it) as the JSON text of Ironic's ISO 8601 with offset."""
+    """A stored timestamp (naive UTC: a ``datetime``, or the text
+    ``YYYY-MM-DD HH:MM:SS.ffffff`` the database writes for
+    ``lookups.timestamp_text``) as the JSON text of Ironic's ISO 8601
+    with offset."""
     if isinstance(value, str):
-        if len(value) == 26 and value[20:] != "000000":  # SQLite's, as is
+        if len(value) == 26 and value[20:] != "000000":  # sliced as is
             return f'"{value[:10]}T{value[11:]}+00:00"'
         value = datetime.datetime.fromisoformat(value)
     if type(value) is datetime.datetime and value.tzinfo is None:
@@ -172,7 +173,8 @@ def _field_texts(
 
     This runs for every row of a list, so the common cases are inline:
     a stored JSON text is copied when it is a string other than
-    ``null`` (anything else goes through ``json_text.stored``).
+    ``null`` (anything else goes through ``json_text.stored``), and a
+    timestamp's text is sliced as :func:`_time` slices it.
     """
     string = json_text.string
     stored = json_text.stored
@@ -181,8 +183,13 @@ def _field_texts(
         last_error = funnel_error
     return (
         quoted_uuid,
-        _time(created_at),
-        _time(updated_at),
+        # The stored text, as _time writes it (inline: two a row).
+        f'"{created_at[:10]}T{created_at[11:]}+00:00"'
+        if type(created_at) is str and len(created_at) == 26
+        and created_at[20:] != "000000" else _time(created_at),
+        f'"{updated_at[:10]}T{updated_at[11:]}+00:00"'
+        if type(updated_at) is str and len(updated_at) == 26
+        and updated_at[20:] != "000000" else _time(updated_at),
         candidate_nodes
         if type(candidate_nodes) is str and candidate_nodes != "null"
         else stored(candidate_nodes, "[]"),

@@ -36,16 +36,37 @@ def stored(text: str | Any | None, default: str) -> str:
     return json.dumps(text) if text else default
 
 
-def members(pairs: Iterable[tuple[str, str]]) -> str:
-    """An object from (key, JSON text of the value) pairs, each value's
-    text copied once (a list's array is most of its answer)."""
+class Items(list[str]):
+    """The items of an array, each JSON text, not yet joined: as a value
+    of :func:`members`, the array is written in the object's one join."""
+
+
+def members(pairs: Iterable[tuple[str, str | Items]]) -> str:
+    """An object from (key, JSON text of the value) pairs, every piece
+    copied once, in one join: a value that is :class:`Items` too (a
+    list's array is most of its answer)."""
     parts = ["{"]
-    for key, text in pairs:
-        parts += (_encode_string(key), ": ", text, ", ")
+    for key, value in pairs:
+        parts += (_encode_string(key), ": ")
+        if isinstance(value, Items):
+            parts += _array_parts(value)
+        else:
+            parts.append(value)
+        parts.append(", ")
     if len(parts) > 1:
         parts.pop()  # the last separator
     parts.append("}")
     return "".join(parts)
+
+
+def _array_parts(items: list[str]) -> list[str]:
+    """``[``, the items with ``, `` between them, ``]``."""
+    if not items:
+        return ["[]"]
+    parts = [", "] * (2 * len(items) + 1)
+    parts[0], parts[-1] = "[", "]"
+    parts[1::2] = items
+    return parts
 
 
 def array(items: Iterable[str]) -> str:

@@ -103,8 +103,8 @@ def list_allocations(ctx: Context) -> Response:
     render = views.renderer(
         ctx.base_url, ctx.minor, fields,
         constraints_requested(ctx))
-    members = [("allocations", json_text.array(
-        [render.row(row) for row in rows]))]
+    members: list[tuple[str, str | json_text.Items]] = [
+        ("allocations", json_text.Items(map(render.row, rows)))]
     last = rows[-1][lookups.ALLOCATION_UUID] if rows else None
     link = listing.next_link(
         ctx.base_url, "allocations", dict(ctx.request.args), page,

@@ -38,6 +38,13 @@ class JsonTextTests(testtools.TestCase):
         self.assertEqual(json.dumps(obj), json_text.members(pieces))
         self.assertEqual(json.dumps(list(obj.values())),
                          json_text.array(text for _, text in pieces))
+        others = [piece for piece in pieces if piece[0] != key]
+        for count in (0, 1, len(pieces)):  # an array in the same join
+            expected = {key: list(obj.values())[:count],
+                        **{k: v for k, v in obj.items() if k != key}}
+            self.assertEqual(json.dumps(expected), json_text.members([
+                (key, json_text.Items(text for _, text in pieces[:count])),
+                *others]))
         self.assertEqual(json.dumps({**obj, key: value}) if key not in obj
                          else json.dumps(obj)[:-1] + ", "
                          + json.dumps(key) + ": " + json.dumps(value) + "}",
