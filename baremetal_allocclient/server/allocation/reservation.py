@@ -34,7 +34,7 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
@@ -56,7 +56,10 @@ from baremetal_allocclient.server.allocation.states import (
     ALLOCATING,
     ERROR,
 )
-from baremetal_allocclient.server.db.driver_statements import driver_statement
+from baremetal_allocclient.server.db.driver_statements import (
+    DriverStatement,
+    driver_statement,
+)
 from baremetal_allocclient.server.db.engine import (
     Database,
     is_transient,
@@ -87,29 +90,42 @@ class _Rollback(Exception):
     """Internal: abort the surrounding write transaction."""
 
 
-_INSERT_ALLOCATION = insert(Allocation)
-
-
 def insert_allocation(session: Session | Connection,
                       allocation: Allocation) -> None:
     """Store a new (transient) allocation and set its id, in the
     caller's transaction (a session's or a Core connection's).
 
-    One prebuilt INSERT instead of the ORM's unit of work, whose flush
-    was the largest single item of a create in the profile.  Unset
+    One prebuilt INSERT of the columns given (:func:`_insert`) on the
+    driver's cursor instead of the ORM's unit of work, whose flush was
+    the largest single item of a create in the profile.  Unset
     attributes take their column defaults, as in a flush.
     """
-    values = {
-        column.key: value
-        for column in Allocation.__table__.columns
-        if (value := getattr(allocation, column.key)) is not None
-    }
+    values = {}
+    for column in Allocation.__table__.columns:
+        value = getattr(allocation, column.key)
+        if value is None and column.default is not None:
+            default = column.default
+            value = default.arg(None) if default.is_callable else default.arg
+        if value is not None:
+            values[column.key] = value
     conn = (session.connection() if isinstance(session, Session)
             else session)
-    result = conn.execute(_INSERT_ALLOCATION, values)
-    key = result.inserted_primary_key
-    assert key is not None  # a single-row INSERT always has one
-    allocation.id = int(key[0])
+    allocation.id = _insert(tuple(values), conn.dialect).inserted_id(
+        conn, values)
+
+
+@functools.lru_cache(maxsize=64)
+def _insert(columns: tuple[str, ...], dialect: Dialect) -> DriverStatement:
+    """The INSERT of an allocation giving ``columns`` (the others are
+    SQL NULL, not JSON ``null``), returning its id where the database
+    can."""
+    table = Allocation.__table__
+    statement = insert(Allocation).values(
+        {name: bindparam(name, type_=table.c[name].type)
+         for name in columns})
+    if dialect.insert_returning:
+        statement = statement.returning(Allocation.id)
+    return DriverStatement(statement, dialect)
 
 
 # The one lock order: the node first, then the allocation.  Every path

@@ -32,7 +32,7 @@ from __future__ import annotations
 import collections
 import functools
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NoReturn, cast
+from typing import Any, NamedTuple, NoReturn, cast
 
 from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.exc import DBAPIError
@@ -41,8 +41,16 @@ from sqlalchemy.sql import Executable
 _Processor = Callable[[Any], Any]
 
 
+class _Ran(NamedTuple):
+    """What running a statement gave."""
+
+    rows: list[tuple[Any, ...]]
+    rowcount: int
+    lastrowid: int | None
+
+
 class DriverStatement:
-    """``statement`` (a SELECT, UPDATE or DELETE) compiled for
+    """``statement`` (a SELECT, INSERT, UPDATE or DELETE) compiled for
     ``dialect``; its bind parameters are given by name."""
 
     def __init__(self, statement: Any, dialect: Dialect) -> None:
@@ -56,7 +64,9 @@ class DriverStatement:
             name: processor for name, bind in compiled.binds.items()
             if (processor := bind.type.dialect_impl(dialect)
                 .bind_processor(dialect)) is not None}
-        columns = getattr(statement, "selected_columns", None)
+        # A SELECT's columns, or the RETURNING ones of an INSERT.
+        columns = (getattr(statement, "selected_columns", None)
+                   or getattr(statement, "exported_columns", None))
         names = [] if columns is None else list(columns.keys())
         processors = [] if columns is None else [
             column.type.dialect_impl(dialect).result_processor(dialect, None)
@@ -68,6 +78,7 @@ class DriverStatement:
             if processor is not None)
         self.row_type: Any = collections.namedtuple(  # type: ignore[misc]
             "DriverRow", names, rename=True)
+        self._returns = bool(getattr(compiled, "effective_returning", None))
         self._dialect = dialect
         self._error = dialect.loaded_dbapi.Error
         #: A parameter that SQLAlchemy renders into the SQL when it runs
@@ -79,24 +90,31 @@ class DriverStatement:
              ) -> list[tuple[Any, ...]]:
         """Every row, as the driver's tuples (in the order of the
         statement's columns)."""
-        rows, _count = self._run(conn, values, fetch=None)
-        return rows
+        return self._run(conn, values, fetch=None).rows
 
     def first(self, conn: Connection, values: Mapping[str, Any]) -> Any:
         """The first row as a named tuple (:attr:`row_type`: the names
         of the statement's columns), None when there is none."""
-        rows, _count = self._run(conn, values, fetch=1)
+        rows = self._run(conn, values, fetch=1).rows
         return self.row_type._make(rows[0]) if rows else None
 
     def rowcount(self, conn: Connection, values: Mapping[str, Any]) -> int:
         """The rows an UPDATE or DELETE matched."""
-        _rows, count = self._run(conn, values, fetch=0)
-        return count
+        return self._run(conn, values, fetch=0).rowcount
+
+    def inserted_id(self, conn: Connection, values: Mapping[str, Any]
+                    ) -> int:
+        """The id of the row an INSERT stored: its ``RETURNING`` column
+        where it has one, else the driver's ``lastrowid``."""
+        ran = self._run(conn, values, fetch=1 if self._returns else 0)
+        stored = ran.rows[0][0] if self._returns else ran.lastrowid
+        assert stored is not None  # a single-row INSERT stores one id
+        return int(stored)
 
     def _run(self, conn: Connection, values: Mapping[str, Any],
-             fetch: int | None) -> tuple[list[tuple[Any, ...]], int]:
-        """The rows (``fetch``: all when None, at most that many) and the
-        row count."""
+             fetch: int | None) -> _Ran:
+        """Run the statement: its rows (``fetch``: all when None, at most
+        that many), row count and last row id."""
         if not self._direct:
             return self._through_sqlalchemy(conn, values, fetch)
         dbapi_connection = conn.connection.dbapi_connection
@@ -107,7 +125,8 @@ class DriverStatement:
             self._dialect.do_execute(cursor, self.sql, parameters, None)
             rows = (cursor.fetchall() if fetch is None
                     else cursor.fetchmany(fetch) if fetch else [])
-            count = cursor.rowcount
+            ran = _Ran(list(rows), cursor.rowcount,
+                       getattr(cursor, "lastrowid", None))
         except self._error as exc:
             if not conn.in_transaction():
                 cursor.close()
@@ -115,8 +134,9 @@ class DriverStatement:
             self._raise_as_sqlalchemy(conn, exc, parameters, cursor)
         cursor.close()
         if self._result_processors:
-            rows = [self._converted(row) for row in rows]
-        return list(rows), count
+            return ran._replace(
+                rows=[self._converted(row) for row in ran.rows])
+        return ran
 
     def _parameters(self, values: Mapping[str, Any]
                     ) -> Sequence[Any] | Mapping[str, Any]:
@@ -132,12 +152,12 @@ class DriverStatement:
 
     def _through_sqlalchemy(self, conn: Connection,
                             values: Mapping[str, Any], fetch: int | None
-                            ) -> tuple[list[tuple[Any, ...]], int]:
+                            ) -> _Ran:
         result: Any = conn.execute(self.statement, dict(values))
         if fetch == 0:
-            return [], int(result.rowcount)
+            return _Ran([], int(result.rowcount), result.lastrowid)
         rows = result.all() if fetch is None else result.fetchmany(fetch)
-        return [tuple(row) for row in rows], len(rows)
+        return _Ran([tuple(row) for row in rows], len(rows), None)
 
     def _raise_as_sqlalchemy(self, conn: Connection, exc: Exception,
                              parameters: Any, cursor: Any) -> NoReturn:

@@ -26,15 +26,16 @@ from sqlalchemy import (
     bindparam,
     column,
     event,
+    insert,
     literal_column,
     select,
     table,
     text,
     update,
 )
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 
-from baremetal_allocclient.server.allocation import views
+from baremetal_allocclient.server.allocation import reservation, views
 from baremetal_allocclient.server.allocation.service import records
 from baremetal_allocclient.server.api import listing
 from baremetal_allocclient.server.db import lookups
@@ -218,6 +219,46 @@ class _DriverStatements:
             row = lookups.allocation_for_reading(conn, self.uuids[2], True)
             test.assertNotEqual(killed, backend.first(conn, {}).id)
         test.assertNotEqual("lost", row.name)
+
+    def test_an_insert_stores_what_sqlalchemy_stores(self) -> None:
+        test: Any = self
+        made = {}
+        for how in ("sqlalchemy", "driver"):
+            allocation = Allocation(
+                uuid=str(uuid.uuid4()), name=f"inserted-{how}",
+                state="allocating", resource_class="rc-a",
+                traits=["CUSTOM_X"], candidate_nodes=[],
+                conductor_affinity="driver-reads",
+                created_at=ZEROS)  # extra left to its default
+            with self.db.write_connection() as conn:
+                if how == "driver":
+                    reservation.insert_allocation(conn, allocation)
+                    made[how] = allocation.id
+                    continue
+                given = {column.key: value for column in
+                         Allocation.__table__.columns
+                         if (value := getattr(allocation, column.key))
+                         is not None}
+                made[how] = conn.execute(
+                    insert(Allocation), given).inserted_primary_key[0]
+        with self.db.statement_connection() as conn:
+            rows = {how: conn.execute(
+                select(*Allocation.__table__.columns,
+                       Allocation.constraints.is_(None).label("sql_null"))
+                .where(Allocation.id == made_id)).one()._asdict()
+                for how, made_id in made.items()}
+        for row in rows.values():
+            del row["id"], row["uuid"], row["name"]
+        test.assertEqual(rows["sqlalchemy"], rows["driver"])
+        # Unset: the column's default, and SQL NULL (not JSON null).
+        test.assertEqual(({}, True), (rows["driver"]["extra"],
+                                      rows["driver"]["sql_null"]))
+        with test.assertRaises(IntegrityError), \
+                self.db.write_connection() as conn:
+            reservation.insert_allocation(conn, Allocation(
+                uuid=str(uuid.uuid4()), name="inserted-driver",
+                state="allocating", resource_class="rc-a",
+                created_at=ZEROS))
 
 
 _BACKEND_ID = {"postgresql": "pg_backend_pid()", "mysql": "CONNECTION_ID()"}
