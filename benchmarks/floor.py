@@ -40,7 +40,7 @@ during polls.
 
 Usage (from the repository root)::
 
-    .venv/bin/python -m benchmarks.floor            # both databases, ~3 min
+    .venv/bin/python -m benchmarks.floor            # both databases, ~1 min
     .venv/bin/python -m benchmarks.floor --db sqlite --allocations 300
 
 PostgreSQL comes from ``BAREMETAL_ALLOC_TEST_POSTGRESQL_URL`` (an

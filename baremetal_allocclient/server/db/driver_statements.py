@@ -154,8 +154,8 @@ class DriverStatement:
                             values: Mapping[str, Any], fetch: int | None
                             ) -> _Ran:
         result: Any = conn.execute(self.statement, dict(values))
-        if fetch == 0:
-            return _Ran([], int(result.rowcount), result.lastrowid)
+        if fetch == 0:  # (an INSERT has no IN list: no last row id)
+            return _Ran([], int(result.rowcount), None)
         rows = result.all() if fetch is None else result.fetchmany(fetch)
         return _Ran([tuple(row) for row in rows], len(rows), None)
 

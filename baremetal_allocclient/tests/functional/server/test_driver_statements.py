@@ -180,10 +180,16 @@ class _DriverStatements:
         broken = DriverStatement(
             update(table("no_such_table", column("x"))).values(x=1),
             self.db.engine.dialect)
+        in_list = DriverStatement(  # SQLAlchemy expands it: run by it
+            update(Allocation).where(Allocation.uuid.in_(
+                bindparam("us", expanding=True))).values(name=None),
+            self.db.engine.dialect)
         with test.assertRaises(DBAPIError) as raised, \
                 self.db.write_connection() as conn:
             test.assertEqual(1, rename.rowcount(
                 conn, {"u": self.uuids[1], "n": "renamed"}))
+            test.assertEqual(2, in_list.rowcount(
+                conn, {"us": self.uuids[3:5]}))
             broken.rowcount(conn, {})
         test.assertFalse(raised.exception.connection_invalidated)
         test.assertFalse(is_unavailable(raised.exception))
