@@ -60,6 +60,11 @@ class DriverStatement:
         self.sql = compiled.string
         self._order = (tuple(compiled.positiontup or ())
                        if compiled.positional else None)
+        #: The values of the binds the statement carries itself (its
+        #: literals); the others must be given.
+        self._literals = {name: bind.effective_value
+                          for name, bind in compiled.binds.items()
+                          if not bind.required}
         self._bind_processors = {
             name: processor for name, bind in compiled.binds.items()
             if (processor := bind.type.dialect_impl(dialect)
@@ -142,8 +147,7 @@ class DriverStatement:
                     ) -> Sequence[Any] | Mapping[str, Any]:
         """The driver's parameters: every bind's value (defaults for
         those not in ``values``), converted, in the dialect's style."""
-        parameters = cast(dict[str, Any],
-                          self._compiled.construct_params(dict(values)))
+        parameters = {**self._literals, **values}
         for name, processor in self._bind_processors.items():
             parameters[name] = processor(parameters[name])
         if self._order is None:
