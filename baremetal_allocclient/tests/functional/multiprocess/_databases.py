@@ -17,6 +17,8 @@ import uuid
 from sqlalchemy import create_engine
 from sqlalchemy.engine import URL, make_url
 
+from baremetal_allocclient.server.db.engine import Database
+
 POSTGRESQL_ENV = "BAREMETAL_ALLOC_TEST_POSTGRESQL_URL"
 MYSQL_ENV = "BAREMETAL_ALLOC_TEST_MYSQL_URL"
 KINDS = ("sqlite", "postgresql", "mysql")
@@ -83,3 +85,16 @@ class ScratchDatabase:
         finally:
             engine.dispose()
         self._created = None
+
+
+def migrated_for_class(case: type[unittest.TestCase], kind: str
+                       ) -> Database:
+    """A migrated scratch database of ``kind`` for the test class
+    ``case``, as a ``Database``: disposed and dropped by the class's
+    clean-ups."""
+    scratch = ScratchDatabase(kind)
+    case.addClassCleanup(scratch.drop)
+    db = Database(scratch.url)
+    case.addClassCleanup(db.dispose)
+    db.upgrade()
+    return db

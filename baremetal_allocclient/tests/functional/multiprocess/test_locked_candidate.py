@@ -39,11 +39,8 @@ class _LockedCandidateTests:
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()  # type: ignore[misc]
-        scratch = _databases.ScratchDatabase(cls.kind)
-        cls.addClassCleanup(scratch.drop)  # type: ignore[attr-defined]
-        cls.db = Database(scratch.url)
-        cls.addClassCleanup(cls.db.dispose)  # type: ignore[attr-defined]
-        cls.db.upgrade()
+        cls.db = _databases.migrated_for_class(
+            cls, cls.kind)  # type: ignore[arg-type]
 
     def _node(self, rc: str) -> int:
         with self.db.write() as session:

@@ -60,11 +60,8 @@ class _DriverStatements:
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()  # type: ignore[misc]
-        scratch = _databases.ScratchDatabase(cls.kind)
-        cls.addClassCleanup(scratch.drop)  # type: ignore[attr-defined]
-        cls.db = Database(scratch.url)
-        cls.addClassCleanup(cls.db.dispose)  # type: ignore[attr-defined]
-        cls.db.upgrade()
+        cls.db = _databases.migrated_for_class(
+            cls, cls.kind)  # type: ignore[arg-type]
         cls.uuids = _stored(cls.db)
 
     def sqlalchemy_statements(self) -> list[str]:
