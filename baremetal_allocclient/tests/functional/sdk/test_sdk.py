@@ -164,6 +164,10 @@ class SdkTests:
         alloc = self.client.create_allocation(self.rc, name=name,
                                               extra={"a": "1", "b": "2"})
         self._cleanup_allocation(str(alloc.uuid))
+        # Settled first (no node has this class: error), so that no
+        # worker changes it between the update's answer and the read.
+        self.client.wait_for_allocations([alloc], raise_on_error=False,
+                                         timeout=30)
         renamed = targets.unique("upd")
         updated = self.client.update_allocation(
             name, name=renamed, set_extra={"c/d": 3}, unset_extra=["a"])
