@@ -31,14 +31,12 @@ from __future__ import annotations
 
 import collections
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple, NoReturn, cast
 
 from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql import Executable
-
-_Processor = Callable[[Any], Any]
 
 
 class _Ran(NamedTuple):

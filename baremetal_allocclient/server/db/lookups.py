@@ -92,7 +92,7 @@ def allocation_by_ident(
 #: The JSON columns an allocation's view shows: answers copy them as
 #: the text they were stored as (``api.json_text``).
 _SHOWN_JSON = frozenset({"candidate_nodes", "extra", "traits"})
-#: The timestamps it shows: read as the driver returns them.
+#: The timestamps it shows: read as text (:class:`timestamp_text`).
 _SHOWN_TIMES = frozenset({"created_at", "updated_at"})
 
 
@@ -139,7 +139,7 @@ def _timestamp_date_format(element: timestamp_text, compiler: Any,
     return f"DATE_FORMAT({column}, {template})"
 
 
-def driver_timestamp(column: Any) -> Any:
+def shown_timestamp(column: Any) -> Any:
     """A timestamp column as :class:`timestamp_text` (labelled as the
     column), for the views of reads."""
     return timestamp_text(column).label(column.key)
@@ -147,12 +147,12 @@ def driver_timestamp(column: Any) -> Any:
 
 def _as_shown(column: Any) -> Any:
     """An allocation's column as a view reads it: the JSON ones it shows
-    as stored text, its timestamps as the driver returns them, the
+    as stored text, its timestamps as text the database writes, the
     others as they are."""
     if column.key in _SHOWN_JSON:
         return stored_json(column)
     if column.key in _SHOWN_TIMES:
-        return driver_timestamp(column)
+        return shown_timestamp(column)
     return column
 
 

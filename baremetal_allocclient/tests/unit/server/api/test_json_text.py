@@ -76,7 +76,8 @@ _SQLITE_TIME = sqlite.DATETIME().bind_processor(sqlite.dialect())
 def _as_stored(allocation: Any) -> Any:
     """The same allocation as a row of stored JSON text, its naive
     timestamps as the text SQLite stores (SQLAlchemy's own format, which
-    ``lookups.driver_timestamp`` reads back)."""
+    ``lookups.timestamp_text`` reads back on SQLite and has PostgreSQL
+    and MariaDB write)."""
     def stored_time(value: datetime.datetime | None) -> Any:
         if value is None or value.tzinfo is not None:
             return value
