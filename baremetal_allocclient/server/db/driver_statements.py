@@ -14,14 +14,15 @@ to SQLAlchemy.
 
 Errors are SQLAlchemy's:
 
-* outside a transaction (a read on ``Database.statement_connection``),
-  a statement the driver refused is run once more through SQLAlchemy on
-  the same connection, which raises its usual exception and, for a lost
-  connection, invalidates the pool; a read changes nothing, so running
-  it twice is harmless;
-* inside a transaction (a reservation's), where the database may have
-  aborted the transaction, the driver's exception is raised as the one
-  SQLAlchemy raises for it (``DBAPIError.instance``), and a lost
+* a ``SELECT`` outside a transaction (a read on
+  ``Database.statement_connection``) that the driver refused is run once
+  more through SQLAlchemy on the same connection, which raises its usual
+  exception and, for a lost connection, invalidates the pool; a read
+  changes nothing, so running it twice is harmless;
+* anything else (a statement inside a transaction, where the database
+  may have aborted it, or SQLite's ``BEGIN IMMEDIATE``, which must not
+  wait for the write lock twice): the driver's exception is raised as
+  the one SQLAlchemy raises for it (``DBAPIError.instance``), and a lost
   connection is invalidated, so the transaction's end and the callers'
   checks (``db.engine.is_unavailable``, ``is_transient``) see what they
   always see.
@@ -82,6 +83,7 @@ class DriverStatement:
         self.row_type: Any = collections.namedtuple(  # type: ignore[misc]
             "DriverRow", names, rename=True)
         self._returns = bool(getattr(compiled, "effective_returning", None))
+        self._is_select = bool(getattr(statement, "is_select", False))
         self._dialect = dialect
         self._error = dialect.loaded_dbapi.Error
         #: A parameter that SQLAlchemy renders into the SQL when it runs
@@ -131,7 +133,7 @@ class DriverStatement:
             ran = _Ran(list(rows), cursor.rowcount,
                        getattr(cursor, "lastrowid", None))
         except self._error as exc:
-            if not conn.in_transaction():
+            if self._is_select and not conn.in_transaction():
                 cursor.close()
                 return self._through_sqlalchemy(conn, values, fetch)
             self._raise_as_sqlalchemy(conn, exc, parameters, cursor)

@@ -168,6 +168,21 @@ class _DriverStatements:
             test.assertIsNotNone(
                 lookups.allocation_for_reading(conn, self.uuids[0], True))
 
+    def test_a_failing_write_outside_a_transaction_is_not_run_twice(
+            self) -> None:
+        """Only a SELECT is run again by SQLAlchemy (a BEGIN IMMEDIATE
+        refused after the busy timeout must not wait a second time)."""
+        test: Any = self
+        broken = DriverStatement(
+            update(table("no_such_table", column("x"))).values(x=1),
+            self.db.engine.dialect)
+        with self.db.statement_connection() as conn:
+            through_sqlalchemy = self.sqlalchemy_statements()
+            with test.assertRaises(DBAPIError) as raised:
+                broken.rowcount(conn, {})
+        test.assertEqual([], through_sqlalchemy)
+        test.assertFalse(raised.exception.connection_invalidated)
+
     def test_a_failing_statement_in_a_transaction_rolls_it_back(
             self) -> None:
         test: Any = self
