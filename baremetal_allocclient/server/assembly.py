@@ -12,6 +12,7 @@ import datetime
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,11 +26,12 @@ from baremetal_allocclient.server.allocation.membership import Membership
 from baremetal_allocclient.server.allocation.queueing import QueueRounds
 from baremetal_allocclient.server.allocation.takeover import Takeover
 from baremetal_allocclient.server.allocation.workers import AllocationWorkers
+from baremetal_allocclient.server.api.limits import MAX_BODY
 from baremetal_allocclient.server.api.prefer import (
     WaitPermits,
     waiting_capacity,
 )
-from baremetal_allocclient.server.app import MAX_BODY, Application
+from baremetal_allocclient.server.app import Application
 from baremetal_allocclient.server.db.engine import Database, is_unavailable
 from baremetal_allocclient.server.db.models import utcnow
 from baremetal_allocclient.server.frontend import options as frontend_options
@@ -59,16 +61,17 @@ class Assembly:
     started: datetime.datetime
 
     def start(self) -> None:
-        """Start the background services (the membership already runs)."""
+        """Start the background services (the membership already runs);
+        nothing here waits for the database, which may be unreachable
+        while the front end already answers."""
         threading.Thread(
-            target=_resume, args=(self.workers, self.started), name="resume",
-            daemon=True,
+            target=_resume, args=(self.workers, self.hardware, self.started),
+            name="resume", daemon=True,
         ).start()
         self.takeover.start()
         self.expiry.start()
         if self.rounds is not None:
             self.rounds.start()
-        self.hardware.resume()
         self.backend.start()
 
     def stop(self) -> None:
@@ -146,13 +149,23 @@ def front_end(assembly: Assembly, args: argparse.Namespace) -> FrontEnd:
     )
 
 
-def _resume(workers: AllocationWorkers, started: datetime.datetime) -> None:
-    """Queue this conductor's leftovers (in the background: it waits for
-    free worker slots when there are more leftovers than slots, and for
-    the database when it is unreachable)."""
+def _resume(workers: AllocationWorkers, hardware: FakeHardware,
+            started: datetime.datetime) -> None:
+    """Finish the node transitions a restart interrupted and queue this
+    conductor's leftover allocations, in the background: both wait for
+    the database while it is unreachable, and the second for free worker
+    slots when there are more leftovers than slots."""
+    for step in (hardware.resume,
+                 lambda: workers.resume(created_before=started)):
+        _until_done(step)
+
+
+def _until_done(step: Callable[[], object]) -> None:
+    """Run ``step`` again every :data:`RESUME_RETRY` seconds while the
+    database is unavailable."""
     while True:
         try:
-            workers.resume(created_before=started)
+            step()
             return
         except Exception as exc:
             if not is_unavailable(exc):
