@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import random
@@ -12,10 +11,6 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from sqlalchemy.exc import DBAPIError, IntegrityError
-from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
-from werkzeug.routing import Map, Rule
-from werkzeug.sansio.utils import get_current_url
-from werkzeug.wrappers import Request, Response
 
 from baremetal_allocclient.constraints import EXPLAIN_PATH
 from baremetal_allocclient.groups import PATH as GROUPS_PATH
@@ -34,6 +29,8 @@ from baremetal_allocclient.server.api import (
 )
 from baremetal_allocclient.server.api.context import Context, json_response
 from baremetal_allocclient.server.api.errors import ApiError, RouteError
+from baremetal_allocclient.server.api.http import Request, Response
+from baremetal_allocclient.server.api.routing import Route, Router
 from baremetal_allocclient.server.db.engine import (
     CommitOutcomeUnknown,
     is_bad_data,
@@ -55,7 +52,6 @@ from baremetal_allocclient.server.services import Services
 LOG = logging.getLogger(__name__)
 
 Handler = Callable[..., Response]
-MAX_BODY = 1024 * 1024
 #: Requests that change nothing, run again on a fresh connection when the
 #: pooled one had died.
 _READS = frozenset({"GET", "HEAD"})
@@ -66,11 +62,6 @@ _JITTER = random.SystemRandom()
 INTERNAL_ERROR = ("The server failed to handle the request; the details "
                   "are in its log.")
 
-
-class _Request(Request):
-    """Bodies above MAX_BODY are refused with 413 before being read."""
-
-    max_content_length = MAX_BODY
 
 _ROUTES: list[tuple[str, str, Handler]] = [
     ("/v1/allocations", "GET", allocations.list_allocations),
@@ -134,13 +125,6 @@ _VERSION_RANGE = (
 )
 
 
-@functools.lru_cache(maxsize=64)
-def _host_url(scheme: str, host: str) -> str:
-    """``Request.host_url`` without its trailing slash, converted once
-    per scheme and host (the conversion to a URI is the costly part)."""
-    return get_current_url(scheme, host).rstrip("/")
-
-
 def error_body(status: int, message: str) -> dict[str, str]:
     """Ironic's error document: a JSON string inside ``error_message``."""
     fault = {
@@ -162,20 +146,18 @@ class Application:
 
     def __init__(self, services: Services) -> None:
         self.services = services
-        self._map = Map(strict_slashes=False, merge_slashes=False)
-        self._handlers: dict[str, Handler] = {}
-        for i, (path, method, handler) in enumerate(_ROUTES):
-            endpoint = f"r{i}"
-            self._map.add(Rule(path, methods=[method], endpoint=endpoint))
-            self._handlers[endpoint] = handler
-        # Matching reads only the path and the method (no host or
-        # subdomain rules), so the map is bound once, not per request.
-        self._routes = self._map.bind("localhost")
+        routes = [Route(path, method, f"r{i}")
+                  for i, (path, method, _handler) in enumerate(_ROUTES)]
+        self._router = Router(routes)
+        self._handlers: dict[str, Handler] = {
+            route.endpoint: handler
+            for route, (_path, _method, handler) in zip(routes, _ROUTES,
+                                                        strict=True)}
 
     def __call__(
         self, environ: dict[str, Any], start_response: Callable[..., Any]
     ) -> Iterable[bytes]:
-        request = _Request(environ)
+        request = Request(environ)
         request_id = f"req-{uuidlib.uuid4()}"
         response, version = self._dispatch(request)
         if LOG.isEnabledFor(logging.INFO):  # the line costs its arguments
@@ -185,22 +167,14 @@ class Application:
                 request.headers.get(versions.HEADER, "-"),
                 response.status_code, environ.get("REMOTE_USER", "-"),
             )
-        # Every answer's version and request id headers, after its own:
-        # added to the list handed to the server rather than set one by
-        # one on the response (werkzeug checks each for an existing one).
-        added = [*_VERSION_RANGE, ("X-OpenStack-Request-Id", request_id),
-                 ("OpenStack-Request-Id", request_id)]
+        # Every answer's version and request id headers, after its own.
+        headers = response.headers
+        headers.update(_VERSION_RANGE)
         if version is not None:
-            added.insert(2, (versions.HEADER, str(version)))
-
-        def start(status: str, headers: list[tuple[str, str]],
-                  exc_info: Any = None) -> Any:
-            return start_response(status, headers + added, exc_info)
-
-        return response(environ, start)
-
-    def _base_url(self, request: Request) -> str:
-        return _host_url(request.scheme, request.host)
+            headers[versions.HEADER] = str(version)
+        headers["X-OpenStack-Request-Id"] = request_id
+        headers["OpenStack-Request-Id"] = request_id
+        return response(environ, start_response)
 
     def _dispatch(
         self, request: Request
@@ -208,7 +182,7 @@ class Application:
         """The response and the version it was served at (``None`` when
         the requested version was refused: Ironic then sends no version
         header, only the supported range)."""
-        base = self._base_url(request)
+        base = request.base_url
         path = request.path.rstrip("/") or "/"
         try:
             version = versions.parse(request.headers.get(versions.HEADER))
@@ -233,13 +207,11 @@ class Application:
             return json_response(document), version
         ctx = Context(request, version, base, self.services)
         try:
-            storable.check_url(path, request.args.items(multi=True))
-            rule, args = self._routes.match(
-                request.path, method=request.method, return_rule=True)
-            limits.check_query(
-                rule.rule, request.method, request.args.items(multi=True)
-            )
-            handler = self._handlers[str(rule.endpoint)]
+            storable.check_url(path, request.args.pairs)
+            route, args = self._router.match(request.path, request.method)
+            limits.check_query(route.template, request.method,
+                               request.args.pairs)
+            handler = self._handlers[route.endpoint]
             return self._call_with_retries(handler, ctx, args), version
         except RouteError as exc:
             return json_response(version_error_body(
@@ -250,17 +222,6 @@ class Application:
             ), version
         except DBAPIError as exc:
             return self._database_error(request, exc), version
-        except MethodNotAllowed:
-            return json_response(version_error_body(
-                405, "Method Not Allowed", ""), 405), version
-        except NotFound:
-            return json_response(version_error_body(
-                404, "Not Found", ""), 404), version
-        except HTTPException as exc:
-            status = exc.code or 500
-            return json_response(
-                error_body(status, exc.description or exc.name), status
-            ), version
         except CommitOutcomeUnknown as exc:
             return self._commit_unknown(request, exc), version
         except Exception as exc:

@@ -22,9 +22,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from werkzeug.wrappers import Response
-
 from baremetal_allocclient.server.api import limits, schemas, versions
+from baremetal_allocclient.server.api.http import Response
 from baremetal_allocclient.server.ironic.handlers import boot_mode
 from baremetal_allocclient.server.ironic.views import PORT_FIELDS
 
@@ -36,7 +35,7 @@ _ERROR_REF = {"$ref": "#/components/responses/Error"}
 class Operation:
     """One route of the API as documented."""
 
-    path: str  # werkzeug syntax, as in the routing table
+    path: str  # ``<name>`` segments, as in the routing table
     method: str
     operation_id: str
     summary: str
@@ -187,7 +186,8 @@ _PATH_PARAM = re.compile(r"<(?:[a-z]+:)?([a-z_]+)>")
 
 
 def openapi_path(route: str) -> str:
-    """werkzeug ``<ident>`` placeholders as OpenAPI ``{ident}`` (pure)."""
+    """The routing table's ``<ident>`` segments as OpenAPI ``{ident}``
+    (pure)."""
     return _PATH_PARAM.sub(r"{\1}", route)
 
 

@@ -30,6 +30,7 @@ from baremetal_allocclient.server.allocation.selection import (
     active_filters,
 )
 from baremetal_allocclient.server.allocation.states import ALLOCATING
+from baremetal_allocclient.server.db.allocation_row import AnyAllocation
 from baremetal_allocclient.server.db.driver_statements import driver_statement
 from baremetal_allocclient.server.db.engine import (
     Database,
@@ -131,7 +132,7 @@ def waiting_before(conn: Any, allocation_id: int, node_id: int,
     return False
 
 
-def queue_position(session: Session, allocation: Allocation,
+def queue_position(session: Session, allocation: AnyAllocation,
                    now: datetime.datetime, project: str | None = None
                    ) -> int:
     """1-based place of a waiting allocation in its resource class's

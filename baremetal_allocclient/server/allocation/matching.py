@@ -50,9 +50,9 @@ from baremetal_allocclient.server.allocation.selection import (
     funnel_steps,
 )
 from baremetal_allocclient.server.db import node_properties  # noqa: F401
+from baremetal_allocclient.server.db.allocation_row import AnyAllocation
 from baremetal_allocclient.server.db.driver_statements import driver_statement
 from baremetal_allocclient.server.db.models import (
-    Allocation,
     Node,
     NodeProperty,
     NodeTrait,
@@ -349,7 +349,7 @@ def funnel_counts(
     return funnel_from_counts(request.selection, [int(v) for v in row])
 
 
-def request_of(allocation: Allocation) -> Request:
+def request_of(allocation: AnyAllocation) -> Request:
     """The selection request an allocation row asks for."""
     return Request(
         resource_class=allocation.resource_class or "",

@@ -56,6 +56,7 @@ from baremetal_allocclient.server.allocation.states import (
     ALLOCATING,
     ERROR,
 )
+from baremetal_allocclient.server.db.allocation_row import AnyAllocation
 from baremetal_allocclient.server.db.driver_statements import (
     DriverStatement,
     driver_statement,
@@ -91,17 +92,21 @@ class _Rollback(Exception):
 
 
 def insert_allocation(session: Session | Connection,
-                      allocation: Allocation) -> None:
-    """Store a new (transient) allocation and set its id, in the
-    caller's transaction (a session's or a Core connection's).
+                      allocation: AnyAllocation) -> None:
+    """Store a new allocation (a record, or a transient ORM object) and
+    set its id, in the caller's transaction (a session's or a Core
+    connection's).
 
     One prebuilt INSERT of the columns given (:func:`_insert`) on the
     driver's cursor instead of the ORM's unit of work, whose flush was
-    the largest single item of a create in the profile.  Unset
-    attributes take their column defaults, as in a flush.
+    the largest single item of a create in the profile.  The id is the
+    database's; unset attributes take their column defaults, as in a
+    flush.
     """
     values = {}
     for column in Allocation.__table__.columns:
+        if column.primary_key:
+            continue
         value = getattr(allocation, column.key)
         if value is None and column.default is not None:
             default = column.default
@@ -372,7 +377,7 @@ def lock_free_nodes(session: Session, request: Request,
 _BACKFILLED_NODE = (Node.provision_state == ns.ACTIVE,)
 
 
-def backfill(session: Session, allocation: Allocation, node_id: int,
+def backfill(session: Session, allocation: AnyAllocation, node_id: int,
              now: datetime.datetime) -> bool:
     """Give a deployed node to a new ``active`` allocation, inside the
     caller's transaction, with the same compare-and-set as a worker's

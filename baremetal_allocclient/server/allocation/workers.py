@@ -38,6 +38,7 @@ from baremetal_allocclient.server.allocation.backends.database import (
     DatabaseBackend,
 )
 from baremetal_allocclient.server.allocation.states import ALLOCATING
+from baremetal_allocclient.server.db.allocation_row import AnyAllocation
 from baremetal_allocclient.server.db.engine import (
     Database,
     is_lost_race,
@@ -343,7 +344,7 @@ class AllocationWorkers:
             return None
         return self.backend.allocate(self.job_for(allocation))
 
-    def job_for(self, allocation: Allocation) -> Job:
+    def job_for(self, allocation: AnyAllocation) -> Job:
         """The backend's job for an allocation row of this conductor."""
         request = matching.request_of(allocation)
         return Job(allocation.id, allocation.uuid, request,

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from sqlalchemy.orm import Session
-from werkzeug.wrappers import Request, Response
 
 from baremetal_allocclient.server.api import limits, policy, storable, versions
-from baremetal_allocclient.server.api.errors import ApiError
+from baremetal_allocclient.server.api.http import Request, Response
+from baremetal_allocclient.server.api.limits import MAX_BODY
 from baremetal_allocclient.server.api.node_lookup import (
     NodeScope,
     visible_node,
@@ -44,15 +44,9 @@ class Context:
         return self.version.minor
 
     def json_body(self) -> Any:
-        """The decoded JSON body; malformed JSON is a 400, not a 500."""
-        raw = self.request.get_data(cache=True)
-        limit = self.request.max_content_length
-        if limit is not None and len(raw) >= limit and (
-            self.request.content_length is None
-        ):
-            # A chunked body is cut at the limit rather than refused.
-            raise ApiError(413, f"Request body is too large (at most "
-                                f"{limit} bytes)")
+        """The decoded JSON body; malformed JSON is a 400, not a 500, and
+        one over :data:`MAX_BODY` a 413."""
+        raw = self.request.body(MAX_BODY)
         if not raw.strip():
             return None
         limits.check_json_depth(raw)
@@ -66,21 +60,17 @@ class Context:
 
 def json_response(body: object, status: int = 200) -> Response:
     """A JSON response."""
-    return Response(
-        json.dumps(body), status=status, content_type="application/json"
-    )
+    return Response(json.dumps(body), status)
 
 
 def json_text_response(text: str, status: int = 200) -> Response:
     """A response whose body is already JSON text (``api.json_text``)."""
-    return Response(text, status=status, content_type="application/json")
+    return Response(text, status)
 
 
 def empty_response(status: int) -> Response:
     """A response without a body (202, 204)."""
-    response = Response(status=status)
-    response.headers.pop("Content-Type", None)
-    return response
+    return Response(status=status, content_type=None)
 
 
 def node_scope(ctx: Context) -> NodeScope:

@@ -1,7 +1,8 @@
 """Input limits checked before a handler runs.
 
-Body size is bounded in :mod:`baremetal_allocclient.server.app` (413 before
-reading); here: JSON nesting depth (``json.loads`` recurses and would raise
+Here: the body's size (:data:`MAX_BODY`, a 413 from
+:meth:`.http.Request.body`, before reading when it is declared), JSON
+nesting depth (``json.loads`` recurses and would raise
 ``RecursionError`` on a deep document), the query parameters each route
 accepts (anything else is a 400, never silently ignored) and their length.
 Field and list lengths live in :mod:`.schemas`.
@@ -14,6 +15,8 @@ from collections.abc import Iterable
 
 from baremetal_allocclient.server.api.errors import bad_request
 
+#: The largest request body read (bytes); a longer one is a 413.
+MAX_BODY = 1024 * 1024
 MAX_JSON_DEPTH = 25
 MAX_QUERY_VALUE = 4096
 MAX_QUERY_PARAMS = 50
@@ -30,8 +33,9 @@ NODE_FILTERS = (
 ALLOCATION_FILTERS = ("node", "owner", "resource_class", "state")
 PORT_FILTERS = ("address", "node", "node_uuid")
 
-#: Accepted query parameters per (route, method); routes use werkzeug syntax
-#: as in the application's routing table.  Routes not listed take none.
+#: Accepted query parameters per (route, method); routes as written in
+#: the application's routing table (:mod:`.routing`).  Routes not listed
+#: take none.
 QUERY_PARAMS: dict[tuple[str, str], tuple[str, ...]] = {
     ("/v1/allocations", "GET"): (*ALLOCATION_FILTERS, *_PAGING),
     ("/v1/allocations/<ident>", "GET"): ("fields",),
@@ -52,7 +56,7 @@ def check_query(
     route: str, method: str, params: Iterable[tuple[str, str]]
 ) -> None:
     """400 for an unknown, repeated-too-often or oversized parameter."""
-    # werkzeug answers HEAD with the GET rule.
+    # HEAD is answered by the GET route.
     allowed = QUERY_PARAMS.get(
         (route, "GET" if method == "HEAD" else method), ()
     )

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from werkzeug.wrappers import Response
-
 from baremetal_allocclient.server.allocation import views
 from baremetal_allocclient.server.allocation.handlers import extensions
 from baremetal_allocclient.server.allocation.handlers.services import (
@@ -50,7 +48,9 @@ from baremetal_allocclient.server.api.extensions import (
     constraints_requested,
     queue_requested,
 )
+from baremetal_allocclient.server.api.http import Response
 from baremetal_allocclient.server.db import lookups
+from baremetal_allocclient.server.db.allocation_row import AnyAllocation
 from baremetal_allocclient.server.db.models import Allocation, utcnow
 
 _NOT_ALLOWED = "The API version does not allow allocations"
@@ -225,7 +225,7 @@ def _line_scope(ctx: Context) -> creating.LineScope | None:
     return creating.LineScope(None if who.admin else who.project)
 
 
-def _queue_field(allocation: Allocation, body: str,
+def _queue_field(allocation: AnyAllocation, body: str,
                  position: int | None) -> str:
     """Add the queue extension's ``queue`` object (deadline, position in
     line) to the view of an allocation waiting in line."""
@@ -235,7 +235,8 @@ def _queue_field(allocation: Allocation, body: str,
         line_view(allocation.queue_deadline, position)))
 
 
-def _with_queue(ctx: Context, allocation: Allocation, body: str) -> str:
+def _with_queue(ctx: Context, allocation: AnyAllocation, body: str
+                ) -> str:
     """The view with the ``queue`` object when the request opted in and
     the allocation waits in line."""
     position = creating.place_in_line(ctx.services.db, allocation,

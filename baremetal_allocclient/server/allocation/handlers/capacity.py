@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 
-from werkzeug.wrappers import Response
-
 from baremetal_allocclient import constraints
 from baremetal_allocclient.server.allocation.backends.base import Backend
 from baremetal_allocclient.server.allocation.backends.database import (
@@ -27,6 +25,7 @@ from baremetal_allocclient.server.allocation.service import records
 from baremetal_allocclient.server.api import policy, schemas, versions
 from baremetal_allocclient.server.api.context import Context, json_response
 from baremetal_allocclient.server.api.errors import ApiError, bad_request
+from baremetal_allocclient.server.api.http import Response
 
 PATH = "/v1/allocation_capacity"
 QUERY = ("resource_class", "constraints")

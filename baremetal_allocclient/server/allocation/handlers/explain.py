@@ -13,14 +13,13 @@ the allocation's ``last_error`` does.
 
 from __future__ import annotations
 
-from werkzeug.wrappers import Response
-
 from baremetal_allocclient.server.allocation.handlers import extensions
 from baremetal_allocclient.server.allocation.selection import Request
 from baremetal_allocclient.server.allocation.service import records
 from baremetal_allocclient.server.api import policy, schemas, versions
 from baremetal_allocclient.server.api.context import Context, json_response
 from baremetal_allocclient.server.api.errors import ApiError, bad_request
+from baremetal_allocclient.server.api.http import Response
 
 
 def explain_allocation(ctx: Context) -> Response:

@@ -20,8 +20,6 @@ from __future__ import annotations
 import uuid as uuidlib
 from typing import Any
 
-from werkzeug.wrappers import Response
-
 from baremetal_allocclient import constraints, groups
 from baremetal_allocclient.server.allocation import views
 from baremetal_allocclient.server.allocation.handlers import extensions
@@ -46,6 +44,7 @@ from baremetal_allocclient.server.api.errors import (
     not_acceptable,
 )
 from baremetal_allocclient.server.api.extensions import requested
+from baremetal_allocclient.server.api.http import Response
 
 NOT_FOUND = "The resource could not be found."
 PLACEMENT_REFUSAL = (

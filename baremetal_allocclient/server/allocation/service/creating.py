@@ -40,6 +40,10 @@ from baremetal_allocclient.server.api.errors import (
 )
 from baremetal_allocclient.server.api.prefer import WaitPermits
 from baremetal_allocclient.server.db import lookups
+from baremetal_allocclient.server.db.allocation_row import (
+    AllocationRow,
+    AnyAllocation,
+)
 from baremetal_allocclient.server.db.engine import (
     CommitOutcomeUnknown,
     Database,
@@ -141,7 +145,7 @@ class NewAllocation:
 
 
 def store(db: Database, workers: AllocationWorkers, new: NewAllocation,
-          who: Principal) -> Allocation:
+          who: Principal) -> AllocationRow:
     """Store the allocation ``allocating`` (or ``error``, when its UUID is
     already a node's instance), holding a worker slot: 503 when none is
     free.  The slot stays taken for an ``allocating`` one (the caller
@@ -188,13 +192,14 @@ def _checked(session: Session, who: Principal, new: NewAllocation
 
 
 def _row(new: NewAllocation, uuid: str, affinity: str,
-         candidates: list[str], failed: str | None) -> Allocation:
+         candidates: list[str], failed: str | None) -> AllocationRow:
     """The allocation to insert: ``allocating``, or ``error`` saying
     ``failed``."""
-    allocation = Allocation(
+    return AllocationRow(
         uuid=uuid,
         name=new.name,
-        state=ALLOCATING,
+        state=ERROR if failed else ALLOCATING,
+        last_error=failed or None,
         resource_class=new.resource_class,
         traits=new.traits,
         candidate_nodes=candidates,
@@ -205,16 +210,13 @@ def _row(new: NewAllocation, uuid: str, affinity: str,
         queue_deadline=new.queue_deadline,
         created_at=new.created_at,
     )
-    if failed:
-        allocation.state, allocation.last_error = ERROR, failed
-    return allocation
 
 
 @dataclass(frozen=True)
 class Answer:
     """What to show for a created allocation."""
 
-    allocation: Allocation
+    allocation: AnyAllocation
     node_uuid: str | None
     #: Read back or reported by its worker (not merely as stored), so
     #: its funnel text may be shown.
@@ -235,7 +237,7 @@ class LineScope:
 
 
 def hand_over(db: Database, workers: AllocationWorkers,
-              permits: WaitPermits, allocation: Allocation, wait: float,
+              permits: WaitPermits, allocation: AllocationRow, wait: float,
               scope: LineScope | None) -> Answer:
     """Give a stored ``allocating`` allocation (its slot held) to the
     workers; with ``wait`` (and a free permit) wait up to that long for
@@ -254,9 +256,9 @@ def hand_over(db: Database, workers: AllocationWorkers,
         permits.release()
 
 
-def place_in_line(db: Database, allocation: Allocation,
-                  scope: LineScope | None, shown: Allocation | None = None
-                  ) -> int | None:
+def place_in_line(db: Database, allocation: AnyAllocation,
+                  scope: LineScope | None,
+                  shown: AnyAllocation | None = None) -> int | None:
     """The place in line of an allocation waiting in line (in the state
     ``shown`` has, by default its own), None for anything else, without
     ``scope``, or when the database does not answer."""
@@ -278,8 +280,8 @@ def place_in_line(db: Database, allocation: Allocation,
 
 
 def _settle(db: Database, workers: AllocationWorkers,
-            allocation: Allocation, job: Job, wait: float
-            ) -> tuple[Allocation, str | None, bool]:
+            allocation: AllocationRow, job: Job, wait: float
+            ) -> tuple[AnyAllocation, str | None, bool]:
     """The committed allocation after waiting up to ``wait`` seconds for
     it to settle, its node's UUID, and whether it is more than as stored.
 
@@ -298,7 +300,8 @@ def _settle(db: Database, workers: AllocationWorkers,
             allocation.updated_at = settled.updated_at
             return allocation, settled.node_uuid, True
         with db.read() as session:
-            current = session.get(Allocation, allocation.id)
+            current: AnyAllocation | None = session.get(Allocation,
+                                                        allocation.id)
             if current is None:  # deleted meanwhile: answer what was made
                 current = allocation
             return current, _node_uuid(session, current), True
@@ -314,7 +317,8 @@ def _settle(db: Database, workers: AllocationWorkers,
         return allocation, None, False
 
 
-def _node_uuid(session: Session, allocation: Allocation) -> str | None:
+def _node_uuid(session: Session, allocation: AnyAllocation
+               ) -> str | None:
     if allocation.node_id is None:
         return None
     return lookups.node_uuid(session, allocation.node_id)
@@ -334,7 +338,7 @@ class Backfill:
 
 
 def backfill(db: Database, affinity: str, new: Backfill, who: Principal,
-             find: Callable[[Session], Node]) -> tuple[Allocation, str]:
+             find: Callable[[Session], Node]) -> tuple[AllocationRow, str]:
     """Create an ``active`` allocation for the already deployed node
     ``find`` returns; the allocation and its node's UUID.
 
@@ -354,7 +358,7 @@ def backfill(db: Database, affinity: str, new: Backfill, who: Principal,
         _check_backfill(session, node, rc, new.traits, candidates)
         check_unique(session, uuid, new.name)
         now = utcnow()
-        allocation = Allocation(
+        allocation = AllocationRow(
             uuid=uuid,
             name=new.name,
             state=ACTIVE,

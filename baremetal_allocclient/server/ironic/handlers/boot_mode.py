@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from werkzeug.wrappers import Response
-
 from baremetal_allocclient.server.api import schemas
 from baremetal_allocclient.server.api.context import (
     Context,
@@ -22,6 +20,7 @@ from baremetal_allocclient.server.api.errors import (
     bad_request,
     not_found,
 )
+from baremetal_allocclient.server.api.http import Response
 from baremetal_allocclient.server.ironic.service import management
 
 SINCE = 76

@@ -7,8 +7,6 @@ import uuid as uuidlib
 from collections.abc import Sequence
 from typing import Any
 
-from werkzeug.wrappers import Response
-
 from baremetal_allocclient.server import node_states as ns
 from baremetal_allocclient.server.api import (
     extensions,
@@ -27,6 +25,7 @@ from baremetal_allocclient.server.api.errors import (
     not_acceptable,
     not_found,
 )
+from baremetal_allocclient.server.api.http import Response
 from baremetal_allocclient.server.db.models import (
     Node,
     utcnow,

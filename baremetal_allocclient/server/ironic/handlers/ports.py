@@ -13,8 +13,6 @@ import uuid as uuidlib
 from collections.abc import Sequence
 from typing import Any
 
-from werkzeug.wrappers import Response
-
 from baremetal_allocclient.server.api import listing, schemas
 from baremetal_allocclient.server.api.context import (
     Context,
@@ -26,6 +24,7 @@ from baremetal_allocclient.server.api.errors import (
     bad_request,
     not_acceptable,
 )
+from baremetal_allocclient.server.api.http import Response
 from baremetal_allocclient.server.db.models import Port
 from baremetal_allocclient.server.ironic import port_rules, views
 from baremetal_allocclient.server.ironic.service import ports as service

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from werkzeug.wrappers import Response
-
 from baremetal_allocclient.server import node_states as ns
 from baremetal_allocclient.server.api import (
     schemas,
@@ -23,6 +21,7 @@ from baremetal_allocclient.server.api.errors import (
     no_route,
     not_acceptable,
 )
+from baremetal_allocclient.server.api.http import Response
 from baremetal_allocclient.server.ironic import (
     instance,
     interfaces,

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from werkzeug.wrappers import Response
-
 from baremetal_allocclient.server.api import (
     schemas,
     versions,
@@ -19,6 +17,7 @@ from baremetal_allocclient.server.api.errors import (
     not_acceptable,
     not_found,
 )
+from baremetal_allocclient.server.api.http import Response
 from baremetal_allocclient.server.ironic.service import traits
 
 

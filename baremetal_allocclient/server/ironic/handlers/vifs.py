@@ -11,8 +11,6 @@ interfaces (see ``doc/source/reference/api-compatibility.rst``).
 
 from __future__ import annotations
 
-from werkzeug.wrappers import Response
-
 from baremetal_allocclient.server.api import schemas
 from baremetal_allocclient.server.api.context import (
     Context,
@@ -24,6 +22,7 @@ from baremetal_allocclient.server.api.errors import (
     bad_request,
     no_route,
 )
+from baremetal_allocclient.server.api.http import Response
 from baremetal_allocclient.server.ironic.service import vifs
 
 #: The minor version that introduced the VIF sub-resource.

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import urllib.parse
 
-from werkzeug.wrappers import Response
-
 from baremetal_allocclient.server.api import schemas
 from baremetal_allocclient.server.api.context import (
     Context,
@@ -22,6 +20,7 @@ from baremetal_allocclient.server.api.context import (
     node_scope,
 )
 from baremetal_allocclient.server.api.errors import bad_request, no_route
+from baremetal_allocclient.server.api.http import Response
 from baremetal_allocclient.server.ironic.service import management
 
 #: The minor version that introduced attach and detach.

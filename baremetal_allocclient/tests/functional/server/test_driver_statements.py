@@ -39,6 +39,7 @@ from baremetal_allocclient.server.allocation import reservation, views
 from baremetal_allocclient.server.allocation.service import records
 from baremetal_allocclient.server.api import listing
 from baremetal_allocclient.server.db import lookups
+from baremetal_allocclient.server.db.allocation_row import AllocationRow
 from baremetal_allocclient.server.db.driver_statements import DriverStatement
 from baremetal_allocclient.server.db.engine import Database, is_unavailable
 from baremetal_allocclient.server.db.models import Allocation, Node
@@ -239,17 +240,20 @@ class _DriverStatements:
         test.assertNotEqual("lost", row.name)
 
     def test_an_insert_stores_what_sqlalchemy_stores(self) -> None:
+        """Of an ORM object, and of the plain record a create builds."""
         test: Any = self
         made = {}
-        for how in ("sqlalchemy", "driver"):
-            allocation = Allocation(
-                uuid=str(uuid.uuid4()), name=f"inserted-{how}",
-                state="allocating", resource_class="rc-a",
-                traits=["CUSTOM_X"], candidate_nodes=[],
-                conductor_affinity="driver-reads",
-                created_at=ZEROS)  # extra left to its default
+        for how in ("sqlalchemy", "driver", "record"):
+            values: dict[str, Any] = {
+                "uuid": str(uuid.uuid4()), "name": f"inserted-{how}",
+                "state": "allocating", "resource_class": "rc-a",
+                "traits": ["CUSTOM_X"], "candidate_nodes": [],
+                "conductor_affinity": "driver-reads",
+                "created_at": ZEROS}  # extra left to its default
+            allocation = (AllocationRow(**values) if how == "record"
+                          else Allocation(**values))
             with self.db.write_connection() as conn:
-                if how == "driver":
+                if how != "sqlalchemy":
                     reservation.insert_allocation(conn, allocation)
                     made[how] = allocation.id
                     continue
@@ -268,6 +272,7 @@ class _DriverStatements:
         for row in rows.values():
             del row["id"], row["uuid"], row["name"]
         test.assertEqual(rows["sqlalchemy"], rows["driver"])
+        test.assertEqual(rows["sqlalchemy"], rows["record"])
         # Unset: the column's default, and SQL NULL (not JSON null).
         test.assertEqual(({}, True), (rows["driver"]["extra"],
                                       rows["driver"]["sql_null"]))

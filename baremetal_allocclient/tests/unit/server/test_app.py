@@ -11,10 +11,8 @@ import testtools
 from sqlalchemy.exc import DataError, OperationalError, ProgrammingError
 
 from baremetal_allocclient.server.allocation.handlers import allocations
-from baremetal_allocclient.server.app import (
-    INTERNAL_ERROR,
-    MAX_BODY,
-)
+from baremetal_allocclient.server.api.limits import MAX_BODY
+from baremetal_allocclient.server.app import INTERNAL_ERROR
 from baremetal_allocclient.tests.fixtures.wsgi import WsgiApp
 from baremetal_allocclient.tests.unit.server._sqlite import SQLiteDatabase
 
