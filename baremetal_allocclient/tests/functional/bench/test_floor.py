@@ -86,3 +86,26 @@ class FloorBenchmarkTest(unittest.TestCase):
                                0)
             self.assertIn(handler, " ".join(
                 row[0] for row in result[phase]["top_cumulative"]))
+
+
+class PairBenchmarkTest(unittest.TestCase):
+    """``python -m benchmarks.pair`` compares two trees' servers (here
+    this tree with itself): a line per database and request, the
+    rounds of both sides in its JSON."""
+
+    def test_sqlite(self) -> None:
+        stdout, output = run_benchmark(
+            self, "benchmarks.pair", "--before", REPO, "--db", "sqlite",
+            "--rounds", "2", "--creates", "3", "--gets", "5")
+        lines = [line.split() for line in stdout.splitlines()]
+        self.assertEqual([["sqlite", "create"], ["sqlite", "get"]],
+                         [line[:2] for line in lines], stdout)
+        with open(output) as stream:
+            result = json.load(stream)["results"]["sqlite"]
+        for request in ("create", "get"):
+            figures = result[request]
+            self.assertEqual(
+                (2, 2), (len(figures["rounds"]["before"]),
+                         len(figures["rounds"]["after"])))
+            self.assertGreater(figures["ratio"], 0)
+            self.assertGreater(figures["before_ms"], 0)

@@ -1,0 +1,145 @@
+"""Server CPU per request of two code trees, measured side by side.
+
+``python -m benchmarks.pair --before DIR``: two ``serve`` processes, one
+running the code of the tree ``DIR`` (a ``git worktree`` of the commit
+before a change, put first on ``PYTHONPATH``), one this tree's, each on
+its own fresh fleet; then ``--rounds`` alternating rounds of
+``--creates`` creates with ``Prefer: wait`` sent to each in turn, and
+the same for ``--gets`` polls.  The figure is the server process's CPU
+per request (as :mod:`benchmarks.floor` measures it); the table gives
+each side's median over the rounds and the median of the rounds'
+after/before ratios, which a change of the machine's load during the
+run moves little, since both sides of a ratio were measured a moment
+apart.  A comparison with a floor is :mod:`benchmarks.floor`'s.
+
+Usage (from the repository root)::
+
+    git worktree add --detach /tmp/before HEAD~1
+    .venv/bin/python -m benchmarks.pair --before /tmp/before --db sqlite
+
+PostgreSQL comes from ``BAREMETAL_ALLOC_TEST_POSTGRESQL_URL`` (see
+:mod:`benchmarks.reference`).  Results go to
+``benchmarks/results/pair.json`` (``--output``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import json
+import os
+import statistics
+import sys
+import tempfile
+from collections.abc import Iterator
+from typing import Any
+
+from benchmarks import floor, reference
+
+
+@contextlib.contextmanager
+def database(kind: str) -> Iterator[str]:
+    """A fresh database of ``kind`` (``sqlite`` or ``postgresql``)."""
+    if kind == "sqlite":
+        yield f"sqlite:///{tempfile.mkdtemp(prefix='bench-pair-')}/a.db"
+    else:
+        with reference.postgresql_database() as url:
+            yield url
+
+
+@contextlib.contextmanager
+def code_of(tree: str | None) -> Iterator[None]:
+    """The environment of a server running the code of ``tree`` (None:
+    this tree's, as installed)."""
+    saved = os.environ.get("PYTHONPATH")
+    if tree is not None:
+        os.environ["PYTHONPATH"] = os.path.abspath(tree)
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved
+
+
+def measure(args: argparse.Namespace, urls: tuple[str, str]
+            ) -> dict[str, dict[str, list[float]]]:
+    """CPU ms per request of each side, per kind, per round."""
+    nodes = args.rounds * args.creates + floor.WARMUP + 10
+    servers = []
+    try:
+        for url, tree in zip(urls, (args.before, None), strict=True):
+            reference.server("db", "upgrade", "--db", url)
+            reference.enroll(url, nodes, floor.RC,
+                             tempfile.mkdtemp(prefix="bench-pair-"))
+            with code_of(tree):
+                servers.append(reference.start(url))
+        clients = [floor.Client(s.endpoint, expect_active=True)
+                   for s in servers]
+        made = [[c.create() for _ in range(floor.WARMUP)] for c in clients]
+        samples: dict[str, dict[str, list[float]]] = {
+            kind: {"before": [], "after": []} for kind in ("create", "get")}
+        for kind, count in (("create", args.creates), ("get", args.gets)):
+            for _round in range(args.rounds):
+                for side, server, client, uuids in zip(
+                        ("before", "after"), servers, clients, made,
+                        strict=True):
+                    samples[kind][side].append(floor.per_request_ms(
+                        server.pid, count,
+                        (lambda _i, c=client, u=uuids: u.append(c.create()))
+                        if kind == "create" else
+                        (lambda i, c=client, u=uuids: c.get(u[i % len(u)]))))
+        return samples
+    finally:
+        for server in servers:
+            server.stop()
+
+
+def summary(samples: dict[str, dict[str, list[float]]]
+            ) -> dict[str, dict[str, Any]]:
+    return {kind: {
+        "before_ms": statistics.median(sides["before"]),
+        "after_ms": statistics.median(sides["after"]),
+        "ratio": statistics.median(
+            after / before for before, after in zip(
+                sides["before"], sides["after"], strict=True)),
+        "rounds": sides,
+    } for kind, sides in samples.items()}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--before", required=True,
+                        help="the tree whose code is the 'before' side")
+    parser.add_argument("--db", nargs="+", default=["sqlite", "postgresql"],
+                        choices=["sqlite", "postgresql"])
+    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--creates", type=int, default=100,
+                        help="creates per round and side")
+    parser.add_argument("--gets", type=int, default=300,
+                        help="polls per round and side")
+    parser.add_argument("--output", default=os.path.join(
+        floor.RESULTS, "pair.json"))
+    args = parser.parse_args()
+    results = {}
+    for kind in args.db:
+        with database(kind) as before_url, database(kind) as after_url:
+            results[kind] = summary(measure(args, (before_url, after_url)))
+        for request, figures in results[kind].items():
+            print(f"{kind:<11} {request:<7} before {figures['before_ms']:.3f}"
+                  f" ms  after {figures['after_ms']:.3f} ms  after/before "
+                  f"{figures['ratio']:.2f}")
+    with open(args.output, "w", encoding="utf-8") as handle:
+        json.dump({"started": datetime.datetime.now(
+            datetime.timezone.utc).isoformat(timespec="seconds"),
+            "arguments": {k: v for k, v in vars(args).items()
+                          if k not in ("output", "before")},
+            "results": results}, handle, indent=2)
+        handle.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
