@@ -108,9 +108,8 @@ class Request:
     def __init__(self, environ: dict[str, Any]) -> None:
         self.environ = environ
         self.method: str = environ.get("REQUEST_METHOD", "GET").upper()
-        raw_path = environ.get("PATH_INFO") or ""
-        self.path = "/" + raw_path.encode("latin-1").decode(
-            errors="replace").lstrip("/")
+        self.path = "/" + environ_text(
+            environ.get("PATH_INFO") or "").lstrip("/")
         self.headers = Headers(environ)
         self._query: Query | None = None
         self._body: bytes | None = None
@@ -147,9 +146,10 @@ class Request:
         return int(text) if text.isdigit() else None
 
     def body(self, limit: int) -> bytes:
-        """The body (read once: a handler run again reads it again); 413
-        when it is longer than ``limit`` bytes (declared so, or found so
-        while reading a chunked one)."""
+        """The body, read from the stream once and kept (a handler run
+        again after a deadlock gets it again); 413 when it is longer than
+        ``limit`` bytes, declared so or found so while reading a chunked
+        one."""
         if self._body is None:
             self._body = self._read(limit)
         if len(self._body) > limit:
@@ -190,7 +190,7 @@ class Response:
                  content_type: str | None = JSON) -> None:
         self.status_code = status
         self.body = body.encode() if isinstance(body, str) else body
-        #: Headers besides Content-Type and Content-Length, by name.
+        #: The headers to send, by name (Content-Length is added).
         self.headers: dict[str, str] = {}
         if content_type is not None:
             self.headers["Content-Type"] = content_type

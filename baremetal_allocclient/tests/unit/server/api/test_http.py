@@ -171,8 +171,8 @@ class ResponseTests(testtools.TestCase):
 
 _SEGMENT = st.sampled_from(["detail", "x", "allocation", "traits", "ports",
                             "CUSTOM_A", "states", "provision", "v1", "é"])
-_METHODS = st.sampled_from(["GET", "HEAD", "POST", "PUT", "PATCH",
-                            "DELETE"])
+_METHODS = st.sampled_from(["GET", "HEAD", "OPTIONS", "POST", "PUT",
+                            "PATCH", "DELETE"])
 
 
 def werkzeug_route(adapter: Any, path: str, method: str
