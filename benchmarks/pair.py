@@ -32,7 +32,7 @@ import os
 import statistics
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from benchmarks import floor, reference
@@ -64,6 +64,19 @@ def code_of(tree: str | None) -> Iterator[None]:
             os.environ["PYTHONPATH"] = saved
 
 
+def sender(kind: str, client: floor.Client, uuids: list[str]
+           ) -> Callable[[int], None]:
+    """What sends request ``i`` of ``kind``: a create (its allocation
+    joins ``uuids``), or a poll of one of ``uuids``."""
+    def create(_index: int) -> None:
+        uuids.append(client.create())
+
+    def poll(index: int) -> None:
+        client.get(uuids[index % len(uuids)])
+
+    return create if kind == "create" else poll
+
+
 def measure(args: argparse.Namespace, urls: tuple[str, str]
             ) -> dict[str, dict[str, list[float]]]:
     """CPU ms per request of each side, per kind, per round."""
@@ -87,10 +100,7 @@ def measure(args: argparse.Namespace, urls: tuple[str, str]
                         ("before", "after"), servers, clients, made,
                         strict=True):
                     samples[kind][side].append(floor.per_request_ms(
-                        server.pid, count,
-                        (lambda _i, c=client, u=uuids: u.append(c.create()))
-                        if kind == "create" else
-                        (lambda i, c=client, u=uuids: c.get(u[i % len(u)]))))
+                        server.pid, count, sender(kind, client, uuids)))
         return samples
     finally:
         for server in servers:
