@@ -1,0 +1,169 @@
+"""The waiting line's reads cost what the line holds, not what the
+resource class ever held.
+
+Every reservation asks whether an earlier allocation waits in line for
+its node (``line.waiting_before``); a create that opted into the queue
+extension asks for its place in line (``line.queue_position``), and a
+group reservation reads the whole line (``line.in_line``).  With
+thousands of settled allocations in the class and two waiting, each of
+these must read about as many rows as with none settled: the rows the
+database itself reports reading (SQLite: the virtual machine's steps;
+PostgreSQL: ``pg_stat_xact_user_tables``; MariaDB: the session's
+``Handler_read_*`` counters).  PostgreSQL's and MariaDB's statistics
+are brought up to date first, as autovacuum and InnoDB keep them on a
+running database; SQLite has none, as the server never runs ``ANALYZE``.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import testtools
+from sqlalchemy import insert, text
+
+from baremetal_allocclient.server.allocation import line
+from baremetal_allocclient.server.allocation.states import ACTIVE, ALLOCATING
+from baremetal_allocclient.server.db.engine import Database
+from baremetal_allocclient.server.db.models import Allocation, utcnow
+from baremetal_allocclient.tests.functional.multiprocess import _databases
+
+RC = "line-class"
+SETTLED = 3000
+#: Reads allowed beyond those with no settled allocation (SQLite counts
+#: virtual-machine steps in tens, see ``_Reads``): far below one read
+#: per settled allocation.
+SLACK = 50
+
+
+def _row(index: int, state: str, deadline: datetime.datetime | None,
+         owner: str) -> dict[str, Any]:
+    return {"uuid": f"00000000-0000-4000-8000-{index:012d}",
+            "state": state, "resource_class": RC, "traits": [],
+            "candidate_nodes": [], "extra": {}, "owner": owner,
+            "conductor_affinity": "line-test", "queue_deadline": deadline,
+            "created_at": utcnow()}
+
+
+class _Reads:
+    """Rows (or steps) the database reports reading in a block."""
+
+    def __init__(self, kind: str, conn: Any) -> None:
+        self.kind = kind
+        self.conn = conn
+        self.steps = 0
+
+    def count(self) -> int:
+        if self.kind == "sqlite":
+            return self.steps
+        if self.kind == "postgresql":
+            row = self.conn.execute(text(
+                "SELECT coalesce(seq_tup_read, 0) "
+                "+ coalesce(idx_tup_fetch, 0) FROM pg_stat_xact_user_tables"
+                " WHERE relname = 'allocations'")).first()
+            return int(row[0]) if row else 0
+        rows = self.conn.execute(text(
+            "SHOW SESSION STATUS LIKE 'Handler_read%'")).all()
+        return sum(int(value) for _name, value in rows)
+
+    def of(self, read: Callable[[], object]) -> int:
+        """What ``read()`` read."""
+        if self.kind == "sqlite":
+            raw = self.conn.connection.dbapi_connection
+            raw.set_progress_handler(self._step, 10)
+            try:
+                read()
+            finally:
+                raw.set_progress_handler(None, 10)
+            steps, self.steps = self.steps, 0
+            return steps
+        before = self.count()
+        read()
+        return self.count() - before
+
+    def _step(self) -> int:
+        self.steps += 1
+        return 0  # go on
+
+
+class _LineReads:
+    kind: ClassVar[str]
+    db: ClassVar[Database]
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        super().setUpClass()  # type: ignore[misc]
+        cls.db = _databases.migrated_for_class(
+            cls, cls.kind)  # type: ignore[arg-type]
+
+    def _store(self, first: int, count: int, state: str,
+               deadline: datetime.datetime | None = None) -> list[int]:
+        rows = [_row(first + index, state, deadline, "p1")
+                for index in range(count)]
+        with self.db.write() as session:
+            for row in rows:
+                session.execute(insert(Allocation).values(**row))
+        with self.db.read() as session:
+            return list(session.scalars(
+                Allocation.__table__.select()
+                .with_only_columns(Allocation.id)
+                .where(Allocation.uuid.in_([r["uuid"] for r in rows]))))
+
+    def _analyze(self) -> None:
+        if self.kind == "sqlite":
+            return
+        statement = {"postgresql": "ANALYZE allocations",
+                     "mysql": "ANALYZE TABLE allocations"}[self.kind]
+        with self.db.engine.connect() as conn:
+            conn.execute(text(statement))
+            conn.commit()
+
+    def _reads(self, waiting_ids: list[int]) -> dict[str, int]:
+        now = utcnow()
+        last = max(waiting_ids)
+        with self.db.read() as session:
+            conn = session.connection()
+            reads = _Reads(self.kind, conn)
+            allocation = Allocation(id=last, resource_class=RC,
+                                    queue_deadline=now, state=ALLOCATING)
+            return {
+                "waiting_before": reads.of(lambda: line.waiting_before(
+                    conn, last + 1, 1, RC, now)),
+                "queue_position": reads.of(lambda: line.queue_position(
+                    session, allocation, now)),
+                "queue_position among a project": reads.of(
+                    lambda: line.queue_position(session, allocation, now,
+                                               "p1")),
+                "in_line": reads.of(lambda: line.in_line(session, RC, now)),
+            }
+
+    def test_line_reads_do_not_grow_with_settled_allocations(self) -> None:
+        test: Any = self
+        deadline = utcnow() + datetime.timedelta(hours=1)
+        self._store(0, 20, ACTIVE)
+        waiting = self._store(100, 2, ALLOCATING, deadline)
+        self._analyze()
+        few = self._reads(waiting)
+        self._store(1000, SETTLED, ACTIVE)
+        waiting += self._store(10_000, 2, ALLOCATING, deadline)
+        self._analyze()
+        # Same line length compared: the two newest waiting ones.
+        many = self._reads(waiting)
+        for name, before in few.items():
+            test.assertLessEqual(
+                many[name], before * 2 + SLACK,
+                f"{name}: {before} reads with 20 settled allocations, "
+                f"{many[name]} with {SETTLED + 20}")
+
+
+class SQLiteLineReads(_LineReads, testtools.TestCase):
+    kind = "sqlite"
+
+
+class PostgreSQLLineReads(_LineReads, testtools.TestCase):
+    kind = "postgresql"
+
+
+class MySQLLineReads(_LineReads, testtools.TestCase):
+    kind = "mysql"
