@@ -346,6 +346,12 @@ class Database:
             # A request must not hang for minutes while the database is
             # unreachable: fail fast and answer 503.
             "pool_timeout": 10,
+            # The connection returned last is handed out next, so a
+            # request's transactions in a row stay on one warm
+            # connection: SQLite drops a connection's page cache when
+            # another one wrote, and one used a moment ago is not
+            # pinged (see ``PING_AFTER_IDLE``).
+            "pool_use_lifo": True,
         }
         if url.startswith("postgresql"):
             # Keepalives notice a silently vanished server (network cut)
