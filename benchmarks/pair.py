@@ -10,7 +10,11 @@ per request (as :mod:`benchmarks.floor` measures it); the table gives
 each side's median over the rounds and the median of the rounds'
 after/before ratios, which a change of the machine's load during the
 run moves little, since both sides of a ratio were measured a moment
-apart.  A comparison with a floor is :mod:`benchmarks.floor`'s.
+apart.  With ``--kept N`` each fleet starts in use: N more nodes,
+deployed, each with an ``active`` allocation
+(:func:`benchmarks.reference.keep_allocations`), which a request should
+not have to read.  A comparison with a floor is
+:mod:`benchmarks.floor`'s.
 
 Usage (from the repository root)::
 
@@ -85,8 +89,10 @@ def measure(args: argparse.Namespace, urls: tuple[str, str]
     try:
         for url, tree in zip(urls, (args.before, None), strict=True):
             reference.server("db", "upgrade", "--db", url)
-            reference.enroll(url, nodes, floor.RC,
-                             tempfile.mkdtemp(prefix="bench-pair-"))
+            workdir = tempfile.mkdtemp(prefix="bench-pair-")
+            if args.kept:
+                reference.keep_allocations(url, args.kept, floor.RC, workdir)
+            reference.enroll(url, nodes, floor.RC, workdir)
             with code_of(tree):
                 servers.append(reference.start(url))
         clients = [floor.Client(s.endpoint, expect_active=True)
@@ -130,6 +136,9 @@ def main() -> int:
                         help="creates per round and side")
     parser.add_argument("--gets", type=int, default=300,
                         help="polls per round and side")
+    parser.add_argument("--kept", type=int, default=0,
+                        help="active allocations of deployed nodes in each "
+                             "fleet before measuring (a fleet in use)")
     parser.add_argument("--output", default=os.path.join(
         floor.RESULTS, "pair.json"))
     args = parser.parse_args()

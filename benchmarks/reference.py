@@ -133,6 +133,41 @@ def seed_allocations(db: str, resource_class: str) -> int:
     return int(count)
 
 
+KEPT_PREFIX = "kept"
+
+
+def keep_allocations(db: str, count: int, resource_class: str,
+                     workdir: str) -> None:
+    """A fleet in use: enroll ``count`` nodes and give each an ``active``
+    allocation of ``resource_class`` on a deployed node, straight in SQL
+    (what a worker writes, then a deployment).  Allocations kept in
+    place should cost a create nothing; the nodes are out of every
+    candidate window, as deployed nodes are.  Enroll the measured fleet
+    afterwards: these take the lowest ids."""
+    enroll(db, count, resource_class, workdir, prefix=KEPT_PREFIX)
+    engine = create_engine(db)
+    now = time.strftime("%Y-%m-%d %H:%M:%S")
+    kept = {"kept": f"{KEPT_PREFIX}-%"}
+    with engine.begin() as conn:
+        node_ids = conn.execute(text(
+            "SELECT id FROM nodes WHERE name LIKE :kept"), kept).scalars()
+        conn.execute(text(
+            "INSERT INTO allocations (uuid, node_id, state, resource_class,"
+            " traits, candidate_nodes, extra, conductor_affinity, "
+            "created_at, updated_at) VALUES (:uuid, :node, 'active', :rc, "
+            "'[]', '[]', '{}', 'bench', :now, :now)"), [
+                {"uuid": str(uuid.uuid4()), "node": node_id,
+                 "rc": resource_class, "now": now}
+                for node_id in node_ids])
+        conn.execute(text(
+            "UPDATE nodes SET provision_state = 'active', allocation_id = "
+            "(SELECT id FROM allocations WHERE node_id = nodes.id), "
+            "instance_uuid = "
+            "(SELECT uuid FROM allocations WHERE node_id = nodes.id) "
+            "WHERE name LIKE :kept"), kept)
+    engine.dispose()
+
+
 def explain_selection(db: str, resource_class: str) -> list[str]:
     """The plan of the exact query the workers run to find candidates."""
     from baremetal_allocclient.server.allocation import matching, selection

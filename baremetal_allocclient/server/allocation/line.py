@@ -39,6 +39,7 @@ from baremetal_allocclient.server.db.models import (
     Allocation,
     Node,
 )
+from baremetal_allocclient.server.db.planner_hints import unindexed
 
 #: Allocations waiting in line in a resource class, still within their
 #: deadline: read along ``allocations_queue_idx``, so a check costs what
@@ -49,10 +50,10 @@ _IN_LINE = (
     Allocation.queue_deadline.is_not(None),
     Allocation.queue_deadline > bindparam("q_now"),
 )
-#: In arrival order; ``+ 0`` keeps SQLite (no statistics) from walking
-#: every allocation of the class on ``allocations_resource_class_idx``
-#: for the id order or range, instead of the few in line.
-_arrival = Allocation.id + 0
+#: In arrival order, which SQLite (no statistics) must not take from
+#: ``allocations_resource_class_idx``: it would walk every allocation of
+#: the class for the id order or range, instead of the few in line.
+_arrival = unindexed(Allocation.id)
 _EARLIER_IN_LINE = (
     select(*Allocation.__table__.columns)
     .where(*_IN_LINE, _arrival < bindparam("q_before"))

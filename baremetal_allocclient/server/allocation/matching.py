@@ -24,6 +24,7 @@ from sqlalchemy import (
     bindparam,
     case,
     exists,
+    false,
     func,
     or_,
     select,
@@ -56,6 +57,10 @@ from baremetal_allocclient.server.db.models import (
     Node,
     NodeProperty,
     NodeTrait,
+)
+from baremetal_allocclient.server.db.planner_hints import (
+    index_order,
+    unindexed,
 )
 
 # Statements are built once per combination of filters, with the request's
@@ -187,19 +192,31 @@ def candidates(
 CANDIDATE_WINDOW = 32
 
 
+#: The selection index's columns before the id, which a window's filters
+#: fix (``_window_predicates``).
+_SELECTION_FIXED = (Node.resource_class, Node.provision_state,
+                    Node.maintenance)
+
+
 @functools.cache
 def candidate_query(
     filters: tuple[AnyFilter, ...], before: bool = False
 ) -> Select[int, str | None, str]:
     """Up to ``w_limit`` matching nodes from id ``w_pivot`` on (or, with
-    ``before``, from the start up to ``w_pivot``), in id order, so the
-    database walks the selection index instead of sorting the fleet."""
+    ``before``, from the start up to ``w_pivot``), in id order: a range
+    of the selection index (resource class, state, maintenance, id),
+    whose first three columns the filters fix.
+
+    Otherwise a database may walk the primary key from the pivot past
+    every deployed node, or read every free node of the class and sort
+    them (:mod:`~baremetal_allocclient.server.db.planner_hints`).
+    """
     pivot: BindParameter[int] = bindparam("w_pivot")
     position = Node.id < pivot if before else Node.id >= pivot
     return (
         select(Node.id, Node.name, Node.uuid)
         .where(*_window_predicates(filters), position)
-        .order_by(Node.id)
+        .order_by(index_order(_SELECTION_FIXED, Node.id))
         .limit(bindparam("w_limit", type_=Integer))
     )
 
@@ -207,13 +224,13 @@ def candidate_query(
 def _window_predicates(
     filters: tuple[AnyFilter, ...]
 ) -> list[ColumnElement[bool]]:
-    """``predicates`` with the "is free" tests written so that no index
-    can serve them (``x + 0 IS NULL`` means ``x IS NULL``).
+    """``predicates`` with the "is free" tests written so that no SQLite
+    index can serve them (:func:`unindexed`).
 
     Without statistics SQLite takes ``allocation_id IS NULL`` on a unique
     index for a one-row lookup and walks every free node in the fleet;
     this way the selection index (resource class, state, maintenance,
-    then id) yields the window directly.
+    id) yields the window directly, as it does on the other databases.
     """
     result: list[ColumnElement[bool]] = []
     for flt in filters:
@@ -223,10 +240,12 @@ def _window_predicates(
         result += [
             Node.resource_class == bindparam("f_resource_class"),
             Node.provision_state == ns.AVAILABLE,
-            Node.maintenance.is_(False),
+            # An equality (the column is NOT NULL), which MariaDB can
+            # use as the index's third column; ``IS FALSE`` it cannot.
+            Node.maintenance == false(),
             Node.power_state.is_not(None),
-            (Node.instance_uuid + "").is_(None),
-            (Node.allocation_id + 0).is_(None),
+            unindexed(Node.instance_uuid).is_(None),
+            unindexed(Node.allocation_id).is_(None),
             Node.parent_node.is_(None),
         ]
     return result

@@ -39,12 +39,14 @@ class Node(Base):
 
     __tablename__ = "nodes"
     __table_args__ = (
-        # The allocation candidate query filters on these columns.
+        # The allocation candidate query filters on these columns and
+        # reads a window of them in id order (a range of this index).
         Index(
             "nodes_selection_idx",
             "resource_class",
             "provision_state",
             "maintenance",
+            "id",
         ),
         Index("nodes_owner_idx", "owner"),
         Index("nodes_lessee_idx", "lessee"),

@@ -17,17 +17,19 @@ running database; SQLite has none, as the server never runs ``ANALYZE``.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 import testtools
-from sqlalchemy import insert, text
+from sqlalchemy import insert
 
 from baremetal_allocclient.server.allocation import line
 from baremetal_allocclient.server.allocation.states import ACTIVE, ALLOCATING
 from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import Allocation, utcnow
-from baremetal_allocclient.tests.functional.multiprocess import _databases
+from baremetal_allocclient.tests.functional.multiprocess import (
+    _databases,
+    _reads,
+)
 
 RC = "line-class"
 SETTLED = 3000
@@ -44,47 +46,6 @@ def _row(index: int, state: str, deadline: datetime.datetime | None,
             "candidate_nodes": [], "extra": {}, "owner": owner,
             "conductor_affinity": "line-test", "queue_deadline": deadline,
             "created_at": utcnow()}
-
-
-class _Reads:
-    """Rows (or steps) the database reports reading in a block."""
-
-    def __init__(self, kind: str, conn: Any) -> None:
-        self.kind = kind
-        self.conn = conn
-        self.steps = 0
-
-    def count(self) -> int:
-        if self.kind == "sqlite":
-            return self.steps
-        if self.kind == "postgresql":
-            row = self.conn.execute(text(
-                "SELECT coalesce(seq_tup_read, 0) "
-                "+ coalesce(idx_tup_fetch, 0) FROM pg_stat_xact_user_tables"
-                " WHERE relname = 'allocations'")).first()
-            return int(row[0]) if row else 0
-        rows = self.conn.execute(text(
-            "SHOW SESSION STATUS LIKE 'Handler_read%'")).all()
-        return sum(int(value) for _name, value in rows)
-
-    def of(self, read: Callable[[], object]) -> int:
-        """What ``read()`` read."""
-        if self.kind == "sqlite":
-            raw = self.conn.connection.dbapi_connection
-            raw.set_progress_handler(self._step, 10)
-            try:
-                read()
-            finally:
-                raw.set_progress_handler(None, 10)
-            steps, self.steps = self.steps, 0
-            return steps
-        before = self.count()
-        read()
-        return self.count() - before
-
-    def _step(self) -> int:
-        self.steps += 1
-        return 0  # go on
 
 
 class _LineReads:
@@ -110,21 +71,12 @@ class _LineReads:
                 .with_only_columns(Allocation.id)
                 .where(Allocation.uuid.in_([r["uuid"] for r in rows]))))
 
-    def _analyze(self) -> None:
-        if self.kind == "sqlite":
-            return
-        statement = {"postgresql": "ANALYZE allocations",
-                     "mysql": "ANALYZE TABLE allocations"}[self.kind]
-        with self.db.engine.connect() as conn:
-            conn.execute(text(statement))
-            conn.commit()
-
     def _reads(self, waiting_ids: list[int]) -> dict[str, int]:
         now = utcnow()
         last = max(waiting_ids)
         with self.db.read() as session:
             conn = session.connection()
-            reads = _Reads(self.kind, conn)
+            reads = _reads.Reads(self.kind, conn)
             allocation = Allocation(id=last, resource_class=RC,
                                     queue_deadline=now, state=ALLOCATING)
             return {
@@ -143,11 +95,11 @@ class _LineReads:
         deadline = utcnow() + datetime.timedelta(hours=1)
         self._store(0, 20, ACTIVE)
         waiting = self._store(100, 2, ALLOCATING, deadline)
-        self._analyze()
+        _reads.analyze(self.db, self.kind)
         few = self._reads(waiting)
         self._store(1000, SETTLED, ACTIVE)
         waiting += self._store(10_000, 2, ALLOCATING, deadline)
-        self._analyze()
+        _reads.analyze(self.db, self.kind)
         # Same line length compared: the two newest waiting ones.
         many = self._reads(waiting)
         for name, before in few.items():

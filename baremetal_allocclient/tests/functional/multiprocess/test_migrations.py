@@ -18,7 +18,15 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import JSON, column, insert, select, table, update
+from sqlalchemy import (
+    JSON,
+    column,
+    insert,
+    inspect,
+    select,
+    table,
+    update,
+)
 from sqlalchemy.engine import make_url
 
 from baremetal_allocclient.server.allocation import conductors
@@ -64,7 +72,7 @@ class _MigrationTests:
         self.db.upgrade()
         current, head = self.db.schema_revisions()
         case.assertEqual(head, current)
-        case.assertEqual("0013_allocation_funnel_error", head)
+        case.assertEqual("0014_selection_index_in_id_order", head)
         with self.db.engine.connect() as conn:
             diff = compare_metadata(MigrationContext.configure(conn),
                                     Base.metadata)
@@ -254,6 +262,33 @@ class _MigrationTests:
                 .where(Allocation.uuid == failed)).one()
         case.assertEqual(("why; funnel: x", None), tuple(row))
 
+
+    def _selection_index(self) -> list[str]:
+        with self.db.engine.connect() as conn:
+            indexes = inspect(conn).get_indexes("nodes")
+        return next(list(index["column_names"]) for index in indexes
+                    if index["name"] == "nodes_selection_idx")
+
+    def test_0014_selection_index_ends_with_id_and_downgrades(self) -> None:
+        """The selection index ends with the node's id after 0014 and
+        without it before; nodes are kept both ways."""
+        case: Any = self
+        fixed = ["resource_class", "provision_state", "maintenance"]
+        case.assertEqual([*fixed, "id"], self._selection_index())
+        node_uuid = str(uuid.uuid4())
+        with self.db.write() as session:
+            session.add(Node(uuid=node_uuid, driver="fake-hardware",
+                             provision_state="available",
+                             resource_class="rc", created_at=utcnow()))
+        with self.db.engine.begin() as conn:
+            command.downgrade(self.db._alembic_config(conn),
+                              "0013_allocation_funnel_error")
+        case.assertEqual(fixed, self._selection_index())
+        self.db.upgrade()
+        case.assertEqual([*fixed, "id"], self._selection_index())
+        with self.db.read() as session:
+            case.assertEqual([node_uuid], list(session.scalars(
+                select(Node.uuid).where(Node.uuid == node_uuid))))
 
     def test_text_compares_exactly(self) -> None:
         """Names differing in case or a trailing space are two nodes, and
