@@ -88,12 +88,17 @@ def measure(args: argparse.Namespace, urls: tuple[str, str]
     servers = []
     try:
         for url, tree in zip(urls, (args.before, None), strict=True):
-            reference.server("db", "upgrade", "--db", url)
-            workdir = tempfile.mkdtemp(prefix="bench-pair-")
-            if args.kept:
-                reference.keep_allocations(url, args.kept, floor.RC, workdir)
-            reference.enroll(url, nodes, floor.RC, workdir)
+            # Each side's own migrations and enrollment: the schemas of
+            # the two trees may differ.
             with code_of(tree):
+                reference.server("db", "upgrade", "--db", url)
+                workdir = tempfile.mkdtemp(prefix="bench-pair-")
+                if args.kept:
+                    reference.keep_allocations(url, args.kept, floor.RC,
+                                               workdir)
+                reference.enroll(url, nodes, floor.RC, workdir)
+                if args.kept:
+                    reference.analyze(url)
                 servers.append(reference.start(url))
         clients = [floor.Client(s.endpoint, expect_active=True)
                    for s in servers]

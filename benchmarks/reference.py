@@ -168,6 +168,18 @@ def keep_allocations(db: str, count: int, resource_class: str,
     engine.dispose()
 
 
+def analyze(db: str) -> None:
+    """Bring PostgreSQL's statistics up to date after a bulk load, as
+    autovacuum keeps them on a database in use (and so that its run does
+    not fall inside a measurement); SQLite has none to bring."""
+    if db.startswith("sqlite"):
+        return
+    engine = create_engine(db, isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.execute(text("VACUUM ANALYZE"))
+    engine.dispose()
+
+
 def explain_selection(db: str, resource_class: str) -> list[str]:
     """The plan of the exact query the workers run to find candidates."""
     from baremetal_allocclient.server.allocation import matching, selection
