@@ -13,6 +13,7 @@ import shutil
 import tempfile
 import unittest
 import uuid
+from typing import Any, ClassVar
 
 from sqlalchemy import create_engine
 from sqlalchemy.engine import URL, make_url
@@ -98,3 +99,17 @@ def migrated_for_class(case: type[unittest.TestCase], kind: str
     case.addClassCleanup(db.dispose)
     db.upgrade()
     return db
+
+
+class MigratedPerClass:
+    """A test-class mixin: ``db``, a migrated scratch database of the
+    class's ``kind``, shared by its tests and dropped after them."""
+
+    kind: ClassVar[str]
+    db: ClassVar[Database]
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        super().setUpClass()  # type: ignore[misc]
+        case: Any = cls
+        cls.db = migrated_for_class(case, cls.kind)

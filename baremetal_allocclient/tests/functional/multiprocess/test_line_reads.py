@@ -17,14 +17,13 @@ running database; SQLite has none, as the server never runs ``ANALYZE``.
 from __future__ import annotations
 
 import datetime
-from typing import Any, ClassVar
+from typing import Any
 
 import testtools
 from sqlalchemy import insert
 
 from baremetal_allocclient.server.allocation import line
 from baremetal_allocclient.server.allocation.states import ACTIVE, ALLOCATING
-from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import Allocation, utcnow
 from baremetal_allocclient.tests.functional.multiprocess import (
     _databases,
@@ -48,16 +47,7 @@ def _row(index: int, state: str, deadline: datetime.datetime | None,
             "created_at": utcnow()}
 
 
-class _LineReads:
-    kind: ClassVar[str]
-    db: ClassVar[Database]
-
-    @classmethod
-    def setUpClass(cls) -> None:
-        super().setUpClass()  # type: ignore[misc]
-        cls.db = _databases.migrated_for_class(
-            cls, cls.kind)  # type: ignore[arg-type]
-
+class _LineReads(_databases.MigratedPerClass):
     def _store(self, first: int, count: int, state: str,
                deadline: datetime.datetime | None = None) -> list[int]:
         rows = [_row(first + index, state, deadline, "p1")

@@ -12,24 +12,14 @@ kind.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 import testtools
 
-from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.tests.functional.multiprocess import _databases
 
 
-class _WarmConnection:
-    kind: ClassVar[str]
-    db: ClassVar[Database]
-
-    @classmethod
-    def setUpClass(cls) -> None:
-        super().setUpClass()  # type: ignore[misc]
-        cls.db = _databases.migrated_for_class(
-            cls, cls.kind)  # type: ignore[arg-type]
-
+class _WarmConnection(_databases.MigratedPerClass):
     @staticmethod
     def driver_connection(conn: Any) -> Any:
         return conn.connection.dbapi_connection

@@ -16,14 +16,13 @@ PostgreSQL may then plan it for any pivot).
 from __future__ import annotations
 
 import uuid as uuidlib
-from typing import Any, ClassVar
+from typing import Any
 
 import testtools
 from sqlalchemy import insert
 
 from baremetal_allocclient.server import node_states as ns
 from baremetal_allocclient.server.allocation import matching, selection
-from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import Node
 from baremetal_allocclient.tests.functional.multiprocess import (
     _databases,
@@ -37,15 +36,10 @@ SLACK = 100
 PREPARED_AFTER = 8
 
 
-class _WindowReads:
-    kind: ClassVar[str]
-    db: ClassVar[Database]
-
+class _WindowReads(_databases.MigratedPerClass):
     @classmethod
     def setUpClass(cls) -> None:
-        super().setUpClass()  # type: ignore[misc]
-        cls.db = _databases.migrated_for_class(
-            cls, cls.kind)  # type: ignore[arg-type]
+        super().setUpClass()
         for rc, deployed, free in (("small", 20, 40), ("in-use", 3000, 40),
                                    ("wide", 0, 3000)):
             cls._nodes(rc, ns.ACTIVE, deployed)
