@@ -9,9 +9,10 @@ thousands of settled allocations in the class and two waiting, each of
 these must read about as many rows as with none settled: the rows the
 database itself reports reading (SQLite: the virtual machine's steps;
 PostgreSQL: ``pg_stat_xact_user_tables``; MariaDB: the session's
-``Handler_read_*`` counters).  PostgreSQL's and MariaDB's statistics
-are brought up to date first, as autovacuum and InnoDB keep them on a
-running database; SQLite has none, as the server never runs ``ANALYZE``.
+``Handler_read_*`` counters), once the driver prepared the statement.
+PostgreSQL's and MariaDB's statistics are brought up to date first, as
+autovacuum and InnoDB keep them on a running database; SQLite has none,
+as the server never runs ``ANALYZE``.
 """
 
 from __future__ import annotations

@@ -8,9 +8,8 @@ resource classes of one database, each with free nodes at its highest
 ids: a small one (20 deployed, 40 free), one mostly deployed (3,000
 deployed, 40 free) and a wide one (3,000 free).  A window from the
 lowest id must read about as many rows in the second and third as in
-the first, as the database itself counts them (``_reads``), also once
-the driver prepared the statement (psycopg does on its fifth run, and
-PostgreSQL may then plan it for any pivot).
+the first, as the database itself counts them once the driver
+prepared the statement (``_reads``).
 """
 
 from __future__ import annotations
@@ -32,8 +31,6 @@ from baremetal_allocclient.tests.functional.multiprocess import (
 #: Reads allowed beyond twice the small class's (SQLite counts
 #: virtual-machine steps in tens): far below one per node passed over.
 SLACK = 100
-#: Runs before the one counted: past the driver's prepare threshold.
-PREPARED_AFTER = 8
 
 
 class _WindowReads(_databases.MigratedPerClass):
@@ -64,8 +61,6 @@ class _WindowReads(_databases.MigratedPerClass):
             def window() -> list[matching.Candidate]:
                 return matching.candidate_window(conn, request, filters, 1)
 
-            for _ in range(PREPARED_AFTER):
-                window()
             test: Any = self
             test.assertEqual(matching.CANDIDATE_WINDOW, len(window()))
             return _reads.Reads(self.kind, conn).of(window)
