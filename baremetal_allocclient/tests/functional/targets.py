@@ -243,6 +243,14 @@ class Target:
             raise TargetError(f"{self.name} is not the reference server")
         return self._server.db_url
 
+    def log_tail(self, size: int = 8000) -> str:
+        """The end of the started server's log ("" for none)."""
+        if self._server is not None:
+            return self._server.log()[-size:]
+        if self._process is None:
+            return ""
+        return self._process.log_tail(size)
+
     def log_mentions(self, text: str) -> int:
         """How often the started server's whole log contains ``text``
         (0 for a target without a server of its own)."""
@@ -701,6 +709,7 @@ def per_target(mixin: type) -> dict[str, type]:
             "__module__": mixin.__module__,
             "__qualname__": name,
             "__doc__": f"{mixin.__doc__ or mixin.__name__} ({suffix} target)",
+            "setUp": _set_up_with_log(),
         })
         # The target is set before the mixin's own setUpClass runs, so that
         # one can already enroll nodes.
@@ -708,6 +717,18 @@ def per_target(mixin: type) -> dict[str, type]:
             _class_set_up(cls, factory))
         classes[name] = cls
     return classes
+
+
+def _set_up_with_log() -> Callable[[Any], None]:
+    """A test's ``setUp`` that, when the test fails, attaches the end of
+    the target's log (why real Ironic left an allocation ``allocating``
+    is only there, and its working directory is gone after the run)."""
+    def set_up(case: Any) -> None:
+        case.addOnException(lambda _exc_info: case.addDetail(
+            f"{case.target.name} log (end)",
+            testtools.content.text_content(case.target.log_tail())))
+        super(type(case), case).setUp()
+    return set_up
 
 
 def _class_set_up(owner: Any, factory: Callable[[], Target]
