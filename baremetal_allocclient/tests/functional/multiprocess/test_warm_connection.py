@@ -30,9 +30,9 @@ class _WarmConnection(_databases.MigratedPerClass):
         blocks = [self.db.read_connection() for _ in range(3)]
         conns = [block.__enter__() for block in blocks]
         taken = [self.driver_connection(conn) for conn in conns]
-        test.assertEqual(3, len({id(conn) for conn in taken}))
         for block in blocks:  # given back first to last
             block.__exit__(None, None, None)
+        test.assertEqual(3, len({id(conn) for conn in taken}))
         with self.db.statement_connection() as conn:
             next_read = self.driver_connection(conn)
         with self.db.write_connection() as conn:
