@@ -8,10 +8,12 @@ caller's session or connection and open none.
 from __future__ import annotations
 
 import datetime
+import functools
 from collections.abc import Sequence
 from typing import Any, cast
 
 from sqlalchemy import (
+    Select,
     bindparam,
     func,
     select,
@@ -25,6 +27,7 @@ from baremetal_allocclient.server.allocation.matching import (
     request_of,
 )
 from baremetal_allocclient.server.allocation.selection import (
+    AnyFilter,
     Filter,
     Request,
     active_filters,
@@ -67,12 +70,15 @@ _POSITION_AMONG = _POSITION.where(Allocation.owner == bindparam("q_owner"))
 def _node_matches(conn: Any, node_id: int, request: Request) -> bool:
     """Whether the node passes every filter of ``request`` (the same SQL
     as the candidate query, for this one node)."""
-    filters = tuple(active_filters(request))
-    query = select(Node.id).where(Node.id == bindparam("q_node"),
-                                  *predicates(filters))
-    return conn.scalar(
-        query, {**filter_params(request), "q_node": node_id}
-    ) is not None
+    query = _node_query(tuple(active_filters(request)))
+    return driver_statement(query, conn.dialect).first(
+        conn, {**filter_params(request), "q_node": node_id}) is not None
+
+
+@functools.cache
+def _node_query(filters: tuple[AnyFilter, ...]) -> Select[int]:
+    return select(Node.id).where(Node.id == bindparam("q_node"),
+                                 *predicates(filters))
 
 
 _ALL_IN_LINE = (

@@ -34,7 +34,7 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.engine import Connection, Dialect
+from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
@@ -58,6 +58,7 @@ from baremetal_allocclient.server.allocation.states import (
 )
 from baremetal_allocclient.server.db.allocation_row import AnyAllocation
 from baremetal_allocclient.server.db.driver_statements import (
+    AnyConnection,
     DriverStatement,
     driver_statement,
 )
@@ -91,7 +92,7 @@ class _Rollback(Exception):
     """Internal: abort the surrounding write transaction."""
 
 
-def insert_allocation(session: Session | Connection,
+def insert_allocation(session: Session | AnyConnection,
                       allocation: AnyAllocation) -> None:
     """Store a new allocation (a record, or a transient ORM object) and
     set its id, in the caller's transaction (a session's or a Core
@@ -228,8 +229,10 @@ def _give_node(conn: Any, statement: Update, params: dict[str, Any],
     the (id, instance_info) row the caller's lock read, if it did."""
     # Read under the row lock, so no concurrent node update is lost when
     # the traits are merged in.
-    info = (conn.scalar(_NODE_INSTANCE_INFO, params) if locked is None
-            else locked[1])
+    if locked is None:
+        locked = driver_statement(_NODE_INSTANCE_INFO, conn.dialect).first(
+            conn, params)
+    info = None if locked is None else locked[-1]
     params["r_info"] = {**(info or {}), "traits": list(traits)}
     return driver_statement(statement, conn.dialect).rowcount(
         conn, params) == 1
@@ -288,7 +291,9 @@ def reserve(
                               request.traits, node):
                 raise _Rollback()
             if owned is not None:
-                conn.execute(*_activation(owned, params))
+                activation, values = _activation(owned, params)
+                driver_statement(activation, conn.dialect).rowcount(
+                    conn, values)
     except _Rollback:
         return gone
     except DBAPIError as exc:

@@ -26,6 +26,13 @@ Errors are SQLAlchemy's:
   connection is invalidated, so the transaction's end and the callers'
   checks (``db.engine.is_unavailable``, ``is_transient``) see what they
   always see.
+
+The write transactions of a create (``Database.write_connection``) run
+on a :class:`DriverConnection`: a pooled connection with no SQLAlchemy
+``Connection`` around it, whose transaction is begun and ended through
+the driver, as SQLAlchemy would (its ``Connection`` and transaction
+objects, events and reset cost more than the ``BEGIN`` and ``COMMIT``).
+Only statements of this module run on it.
 """
 
 from __future__ import annotations
@@ -35,8 +42,9 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple, NoReturn, cast
 
-from sqlalchemy.engine import Connection, Dialect
+from sqlalchemy.engine import Connection, Dialect, Engine
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.pool import PoolProxiedConnection
 from sqlalchemy.sql import Executable
 
 
@@ -46,6 +54,76 @@ class _Ran(NamedTuple):
     rows: list[tuple[Any, ...]]
     rowcount: int
     lastrowid: int | None
+
+
+class DriverConnection:
+    """A pooled connection in a transaction of the driver's (begun by
+    its first statement, or by SQLite's ``BEGIN IMMEDIATE``): what
+    :class:`DriverStatement` runs on, like a SQLAlchemy ``Connection``
+    in a transaction.  :meth:`end` commits or rolls back and gives the
+    connection back to the pool."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.dialect = engine.dialect
+        self._pool = engine.pool
+        try:
+            #: The pool's proxy of the DB-API connection (as a SQLAlchemy
+            #: ``Connection.connection``).
+            self.connection: PoolProxiedConnection = engine.raw_connection()
+        except self.dialect.loaded_dbapi.Error as exc:
+            raise _sqlalchemy_error(self.dialect, exc, None, None,
+                                    self.dialect.is_disconnect(
+                                        exc, None, None)) from exc
+        self._ended = False
+
+    def in_transaction(self) -> bool:
+        return not self._ended
+
+    def invalidate(self, error: BaseException) -> None:
+        """A lost connection: discarded, and the rest of the pool
+        checked before reuse (what SQLAlchemy does on a disconnect)."""
+        self._pool._invalidate(self.connection, cast(Exception, error))
+
+    def end(self, commit: bool) -> None:
+        """Commit (or roll back) and give the connection back.  A failed
+        commit raises SQLAlchemy's exception for it; a failed rollback
+        (the transaction ends with its connection anyway) only
+        invalidates the connection."""
+        proxy = self.connection
+        if not proxy.is_valid:  # lost, and invalidated, by a statement
+            proxy.close()
+            return
+        try:
+            if commit:
+                proxy.commit()
+            else:
+                proxy.rollback()
+        except self.dialect.loaded_dbapi.Error as exc:
+            lost = self.dialect.is_disconnect(exc, proxy.dbapi_connection,
+                                              None)
+            error = _sqlalchemy_error(self.dialect, exc, None, None, lost)
+            if lost or not commit:
+                self.invalidate(error)
+            proxy.close()  # (rolled back by the pool unless invalidated)
+            if commit:
+                raise error from exc
+            return
+        self._ended = True
+        # Ended here: no rollback on the way back into the pool (a round
+        # trip on MariaDB), as for SQLAlchemy's own ``Connection``.
+        proxy._close_special(transaction_reset=True)
+
+
+def _sqlalchemy_error(dialect: Dialect, exc: Exception, sql: str | None,
+                      parameters: Any, lost: bool) -> DBAPIError:
+    """The exception SQLAlchemy raises for the driver's ``exc``."""
+    return cast(DBAPIError, DBAPIError.instance(
+        sql, parameters, exc, dialect.loaded_dbapi.Error,
+        connection_invalidated=lost, dialect=dialect))
+
+
+#: What a :class:`DriverStatement` runs on.
+AnyConnection = Connection | DriverConnection
 
 
 class DriverStatement:
@@ -59,6 +137,11 @@ class DriverStatement:
         self.sql = compiled.string
         self._order = (tuple(compiled.positiontup or ())
                        if compiled.positional else None)
+        #: The names of the parameters in the SQL: a statement given
+        #: more values (a caller's dict shared by several statements)
+        #: passes only its own (pymysql refuses a value it cannot encode
+        #: even when unused).
+        self._names = tuple(dict.fromkeys(compiled.bind_names.values()))
         #: The values of the binds the statement carries itself (its
         #: literals); the others must be given.
         self._literals = {name: bind.effective_value
@@ -91,23 +174,23 @@ class DriverStatement:
         self._direct = not any(bind.expanding or bind.literal_execute
                                for bind in compiled.binds.values())
 
-    def rows(self, conn: Connection, values: Mapping[str, Any]
+    def rows(self, conn: AnyConnection, values: Mapping[str, Any]
              ) -> list[tuple[Any, ...]]:
         """Every row, as the driver's tuples (in the order of the
         statement's columns)."""
         return self._run(conn, values, fetch=None).rows
 
-    def first(self, conn: Connection, values: Mapping[str, Any]) -> Any:
+    def first(self, conn: AnyConnection, values: Mapping[str, Any]) -> Any:
         """The first row as a named tuple (:attr:`row_type`: the names
         of the statement's columns), None when there is none."""
         rows = self._run(conn, values, fetch=1).rows
         return self.row_type._make(rows[0]) if rows else None
 
-    def rowcount(self, conn: Connection, values: Mapping[str, Any]) -> int:
+    def rowcount(self, conn: AnyConnection, values: Mapping[str, Any]) -> int:
         """The rows an UPDATE or DELETE matched."""
         return self._run(conn, values, fetch=0).rowcount
 
-    def inserted_id(self, conn: Connection, values: Mapping[str, Any]
+    def inserted_id(self, conn: AnyConnection, values: Mapping[str, Any]
                     ) -> int:
         """The id of the row an INSERT stored: its ``RETURNING`` column
         where it has one, else the driver's ``lastrowid``."""
@@ -116,7 +199,7 @@ class DriverStatement:
         assert stored is not None  # a single-row INSERT stores one id
         return int(stored)
 
-    def _run(self, conn: Connection, values: Mapping[str, Any],
+    def _run(self, conn: AnyConnection, values: Mapping[str, Any],
              fetch: int | None) -> _Ran:
         """Run the statement: its rows (``fetch``: all when None, at most
         that many), row count and last row id."""
@@ -151,19 +234,22 @@ class DriverStatement:
         for name, processor in self._bind_processors.items():
             parameters[name] = processor(parameters[name])
         if self._order is None:
-            return parameters
+            return {name: parameters[name] for name in self._names}
         return tuple(parameters[name] for name in self._order)
 
-    def _through_sqlalchemy(self, conn: Connection,
+    def _through_sqlalchemy(self, conn: AnyConnection,
                             values: Mapping[str, Any], fetch: int | None
                             ) -> _Ran:
+        if isinstance(conn, DriverConnection):
+            raise TypeError(f"not a statement for a DriverConnection "
+                            f"(an IN list's, or a failed read): {self.sql}")
         result: Any = conn.execute(self.statement, dict(values))
         if fetch == 0:  # (an INSERT has no IN list: no last row id)
             return _Ran([], int(result.rowcount), None)
         rows = result.all() if fetch is None else result.fetchmany(fetch)
         return _Ran([tuple(row) for row in rows], len(rows), None)
 
-    def _raise_as_sqlalchemy(self, conn: Connection, exc: Exception,
+    def _raise_as_sqlalchemy(self, conn: AnyConnection, exc: Exception,
                              parameters: Any, cursor: Any) -> NoReturn:
         """Raise the exception SQLAlchemy raises for ``exc``; a lost
         connection is invalidated first (the pool replaces it)."""
@@ -171,9 +257,7 @@ class DriverStatement:
         dialect = self._dialect
         lost = dialect.is_disconnect(
             cast(Any, exc), conn.connection.dbapi_connection, cursor)
-        error = DBAPIError.instance(
-            self.sql, parameters, exc, dialect.loaded_dbapi.Error,
-            connection_invalidated=lost, dialect=dialect)
+        error = _sqlalchemy_error(dialect, exc, self.sql, parameters, lost)
         if lost:
             conn.invalidate(error)
         raise error from exc

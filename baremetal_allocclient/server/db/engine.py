@@ -37,7 +37,10 @@ from sqlalchemy.exc import (
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session
 
-from baremetal_allocclient.server.db.driver_statements import driver_statement
+from baremetal_allocclient.server.db.driver_statements import (
+    DriverConnection,
+    driver_statement,
+)
 
 #: The alembic script directory.
 MIGRATIONS = os.path.join(os.path.dirname(__file__), "migrations")
@@ -459,16 +462,34 @@ class Database:
             yield conn
 
     @contextlib.contextmanager
-    def write_connection(self) -> Iterator[Connection]:
-        """:meth:`write` without the ORM session: the same in-process
-        lock and ``BEGIN IMMEDIATE`` on SQLite, the same
-        :class:`CommitOutcomeUnknown` elsewhere, on a Core connection."""
+    def write_connection(self) -> Iterator[DriverConnection]:
+        """:meth:`write` for statements of ``db.driver_statements`` only
+        (a create's): the same in-process lock and ``BEGIN IMMEDIATE`` on
+        SQLite, the same :class:`CommitOutcomeUnknown` elsewhere, on a
+        :class:`DriverConnection` (no ORM session, no SQLAlchemy
+        ``Connection``)."""
         if not self.is_sqlite:
-            with _commit_outcome_reported(self.read_connection()) as conn:
+            with _commit_outcome_reported(self._driver_transaction()) \
+                    as conn:
                 yield conn
             return
-        with self._immediate_connection() as conn, conn.begin():
+        with self._write_lock, self._driver_transaction() as conn:
             yield conn
+
+    @contextlib.contextmanager
+    def _driver_transaction(self) -> Iterator[DriverConnection]:
+        """A transaction on a :class:`DriverConnection`, committed when
+        the block ends, rolled back when it raises."""
+        conn = DriverConnection(self.engine)
+        try:
+            if self.is_sqlite:
+                driver_statement(_BEGIN[True], conn.dialect).rowcount(
+                    conn, {})
+            yield conn
+        except BaseException:
+            conn.end(commit=False)
+            raise
+        conn.end(commit=True)
 
     def dispose(self) -> None:
         """Close pooled connections."""

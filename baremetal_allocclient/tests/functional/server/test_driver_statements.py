@@ -41,7 +41,11 @@ from baremetal_allocclient.server.api import listing
 from baremetal_allocclient.server.db import lookups
 from baremetal_allocclient.server.db.allocation_row import AllocationRow
 from baremetal_allocclient.server.db.driver_statements import DriverStatement
-from baremetal_allocclient.server.db.engine import Database, is_unavailable
+from baremetal_allocclient.server.db.engine import (
+    CommitOutcomeUnknown,
+    Database,
+    is_unavailable,
+)
 from baremetal_allocclient.server.db.models import Allocation, Node
 from baremetal_allocclient.tests.functional.multiprocess import _databases
 
@@ -186,6 +190,9 @@ class _DriverStatements:
 
     def test_a_failing_statement_in_a_transaction_rolls_it_back(
             self) -> None:
+        """In SQLAlchemy's transaction (where a statement with an IN list
+        is run by SQLAlchemy) and in the driver's (``write_connection``,
+        whose connection goes back to the pool usable)."""
         test: Any = self
         rename = DriverStatement(
             update(Allocation).where(Allocation.uuid == bindparam("u"))
@@ -197,18 +204,27 @@ class _DriverStatements:
             update(Allocation).where(Allocation.uuid.in_(
                 bindparam("us", expanding=True))).values(name=None),
             self.db.engine.dialect)
-        with test.assertRaises(DBAPIError) as raised, \
-                self.db.write_connection() as conn:
+        for transaction in (self.db.read_connection, self.db.write_connection):
+            with test.assertRaises(DBAPIError) as raised, \
+                    transaction() as conn:
+                test.assertEqual(1, rename.rowcount(
+                    conn, {"u": self.uuids[1], "n": "renamed"}))
+                if transaction == self.db.read_connection:
+                    test.assertEqual(2, in_list.rowcount(
+                        conn, {"us": self.uuids[3:5]}))
+                broken.rowcount(conn, {})
+            test.assertFalse(raised.exception.connection_invalidated)
+            test.assertFalse(is_unavailable(raised.exception))
+            with self.db.statement_connection() as conn:
+                row = lookups.allocation_for_reading(conn, self.uuids[1],
+                                                     True)
+            test.assertIsNone(row.name)
+        with self.db.write_connection() as conn:
             test.assertEqual(1, rename.rowcount(
                 conn, {"u": self.uuids[1], "n": "renamed"}))
-            test.assertEqual(2, in_list.rowcount(
-                conn, {"us": self.uuids[3:5]}))
-            broken.rowcount(conn, {})
-        test.assertFalse(raised.exception.connection_invalidated)
-        test.assertFalse(is_unavailable(raised.exception))
         with self.db.statement_connection() as conn:
             row = lookups.allocation_for_reading(conn, self.uuids[1], True)
-        test.assertIsNone(row.name)
+        test.assertEqual("renamed", row.name)
 
     def test_a_connection_lost_in_a_transaction_is_unavailable(
             self) -> None:
@@ -239,6 +255,27 @@ class _DriverStatements:
             test.assertNotEqual(killed, backend.first(conn, {}).id)
         test.assertNotEqual("lost", row.name)
 
+    def test_a_connection_lost_while_committing_is_an_unknown_outcome(
+            self) -> None:
+        """The driver's transaction (``write_connection``): the commit's
+        failure is reported as a commit whose outcome is unknown, and
+        the next block gets a new connection."""
+        test: Any = self
+        if self.kind == "sqlite":
+            test.skipTest("an SQLite connection cannot be lost")
+        backend = DriverStatement(
+            select(literal_column(_BACKEND_ID[self.kind]).label("id")),
+            self.db.engine.dialect)
+        with test.assertRaises(CommitOutcomeUnknown), \
+                self.db.write_connection() as conn:
+            killed = backend.first(conn, {}).id
+            with self.db.engine.connect() as other:
+                other.execute(text(_KILL[self.kind].format(int(killed))))
+                other.commit()
+            time.sleep(0.2)  # the server closes its end
+        with self.db.statement_connection() as conn:
+            test.assertNotEqual(killed, backend.first(conn, {}).id)
+
     def test_an_insert_stores_what_sqlalchemy_stores(self) -> None:
         """Of an ORM object, and of the plain record a create builds."""
         test: Any = self
@@ -252,7 +289,9 @@ class _DriverStatements:
                 "created_at": ZEROS}  # extra left to its default
             allocation = (AllocationRow(**values) if how == "record"
                           else Allocation(**values))
-            with self.db.write_connection() as conn:
+            transaction = (self.db.engine.begin if how == "sqlalchemy"
+                           else self.db.write_connection)
+            with transaction() as conn:
                 if how != "sqlalchemy":
                     reservation.insert_allocation(conn, allocation)
                     made[how] = allocation.id
