@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any, TypeVar, cast
 
-from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from baremetal_allocclient.server.allocation import release
@@ -20,6 +19,7 @@ from baremetal_allocclient.server.api.context import Context
 from baremetal_allocclient.server.api.errors import ApiError, not_found
 from baremetal_allocclient.server.api.node_lookup import visible
 from baremetal_allocclient.server.db import lookups
+from baremetal_allocclient.server.db.driver_statements import AnyConnection
 from baremetal_allocclient.server.db.models import Allocation, Node
 
 
@@ -50,7 +50,7 @@ def allocation_to_release(
 
 
 def read_allocation(
-    conn: Connection, ident: str, ctx: Context
+    conn: AnyConnection, ident: str, ctx: Context
 ) -> tuple[Any, str | None]:
     """Like :func:`find_allocation`, for answering a read: the
     allocation's row (no ORM object) and its node's UUID, in one

@@ -29,7 +29,6 @@ from sqlalchemy import (
     or_,
     select,
 )
-from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from baremetal_allocclient import constraints as constraints_module
@@ -52,7 +51,10 @@ from baremetal_allocclient.server.allocation.selection import (
 )
 from baremetal_allocclient.server.db import node_properties  # noqa: F401
 from baremetal_allocclient.server.db.allocation_row import AnyAllocation
-from baremetal_allocclient.server.db.driver_statements import driver_statement
+from baremetal_allocclient.server.db.driver_statements import (
+    AnyConnection,
+    driver_statement,
+)
 from baremetal_allocclient.server.db.models import (
     Node,
     NodeProperty,
@@ -260,13 +262,19 @@ def _named_candidate_query(
     )
 
 
-def highest_node_id(session: Session | Connection) -> int:
+_HIGHEST_NODE_ID = select(func.max(Node.id))
+
+
+def highest_node_id(session: Session | AnyConnection) -> int:
     """The largest node id (0 without nodes); an index lookup."""
-    return int(session.scalar(select(func.max(Node.id))) or 0)
+    conn = (session.connection() if isinstance(session, Session)
+            else session)
+    row = driver_statement(_HIGHEST_NODE_ID, conn.dialect).first(conn, {})
+    return int(row[0] or 0)
 
 
 def candidate_window(
-    session: Session | Connection,
+    session: Session | AnyConnection,
     request: Request,
     filters: Sequence[AnyFilter],
     pivot: int,
@@ -289,9 +297,8 @@ def candidate_window(
              for node_id, name, uuid in rows]
     preferred = request.preferred_name
     if preferred is not None and all(c.name != preferred for c in found):
-        named = conn.execute(
-            _named_candidate_query(key), {**params, "w_name": preferred}
-        ).first()
+        named = driver_statement(_named_candidate_query(key), conn.dialect
+                                 ).first(conn, {**params, "w_name": preferred})
         if named is not None:
             found.append(Candidate(int(named[0]), named[1], str(named[2])))
     return found

@@ -7,16 +7,19 @@ cursor's description, a ``Row`` per row) costs more than the work
 itself.  A :class:`DriverStatement` keeps what SQLAlchemy compiled for
 one dialect (the SQL, the order of its parameters, the conversions of
 the values and columns that have one) and runs it on the DB-API cursor
-of the caller's SQLAlchemy connection, through the dialect's
+of the caller's connection (a SQLAlchemy ``Connection``, or a
+:class:`DriverConnection`), through the dialect's
 ``do_execute`` (as SQLAlchemy runs every statement).  A statement whose
-parameters SQLAlchemy expands when it runs (an ``IN`` list's) is left
-to SQLAlchemy.
+parameters SQLAlchemy expands when it runs (an ``IN`` list's) is
+expanded by the compiled statement's own step for it, as SQLAlchemy
+does before it runs one.
 
 Errors are SQLAlchemy's:
 
 * a ``SELECT`` outside a transaction (a read on
   ``Database.statement_connection``) that the driver refused is run once
-  more through SQLAlchemy on the same connection, which raises its usual
+  more through SQLAlchemy (on a new connection from the pool, the
+  refused one invalidated if it was lost), which raises its usual
   exception and, for a lost connection, invalidates the pool; a read
   changes nothing, so running it twice is harmless;
 * anything else (a statement inside a transaction, where the database
@@ -58,13 +61,15 @@ class _Ran(NamedTuple):
 
 class DriverConnection:
     """A pooled connection in a transaction of the driver's (begun by
-    its first statement, or by SQLite's ``BEGIN IMMEDIATE``): what
-    :class:`DriverStatement` runs on, like a SQLAlchemy ``Connection``
-    in a transaction.  :meth:`end` commits or rolls back and gives the
-    connection back to the pool."""
+    its first statement, or by SQLite's ``BEGIN IMMEDIATE``), or with
+    each statement its own (``transaction`` False): what
+    :class:`DriverStatement` runs on, like a SQLAlchemy ``Connection``.
+    :meth:`end` commits or rolls back and gives the connection back to
+    the pool."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, transaction: bool = True) -> None:
         self.dialect = engine.dialect
+        self.engine = engine
         self._pool = engine.pool
         try:
             #: The pool's proxy of the DB-API connection (as a SQLAlchemy
@@ -74,10 +79,12 @@ class DriverConnection:
             raise _sqlalchemy_error(self.dialect, exc, None, None,
                                     self.dialect.is_disconnect(
                                         exc, None, None)) from exc
-        self._ended = False
+        #: False: each statement is its own transaction (the caller set
+        #: the driver's autocommit where it has one).
+        self._transaction = transaction
 
     def in_transaction(self) -> bool:
-        return not self._ended
+        return self._transaction
 
     def invalidate(self, error: BaseException) -> None:
         """A lost connection: discarded, and the rest of the pool
@@ -108,7 +115,6 @@ class DriverConnection:
             if commit:
                 raise error from exc
             return
-        self._ended = True
         # Ended here: no rollback on the way back into the pool (a round
         # trip on MariaDB), as for SQLAlchemy's own ``Connection``.
         proxy._close_special(transaction_reset=True)
@@ -170,7 +176,7 @@ class DriverStatement:
         self._dialect = dialect
         self._error = dialect.loaded_dbapi.Error
         #: A parameter that SQLAlchemy renders into the SQL when it runs
-        #: (an ``IN`` list's) leaves the statement to SQLAlchemy.
+        #: (an ``IN`` list's) is expanded for each run (:meth:`_expanded`).
         self._direct = not any(bind.expanding or bind.literal_execute
                                for bind in compiled.binds.values())
 
@@ -203,23 +209,21 @@ class DriverStatement:
              fetch: int | None) -> _Ran:
         """Run the statement: its rows (``fetch``: all when None, at most
         that many), row count and last row id."""
-        if not self._direct:
-            return self._through_sqlalchemy(conn, values, fetch)
         dbapi_connection = conn.connection.dbapi_connection
         assert dbapi_connection is not None
         cursor = dbapi_connection.cursor()
-        parameters = self._parameters(values)
+        sql, parameters = ((self.sql, self._parameters(values))
+                           if self._direct else self._expanded(values))
         try:
-            self._dialect.do_execute(cursor, self.sql, parameters, None)
+            self._dialect.do_execute(cursor, sql, parameters, None)
             rows = (cursor.fetchall() if fetch is None
                     else cursor.fetchmany(fetch) if fetch else [])
             ran = _Ran(list(rows), cursor.rowcount,
                        getattr(cursor, "lastrowid", None))
         except self._error as exc:
             if self._is_select and not conn.in_transaction():
-                cursor.close()
-                return self._through_sqlalchemy(conn, values, fetch)
-            self._raise_as_sqlalchemy(conn, exc, parameters, cursor)
+                return self._read_again(conn, exc, values, fetch, cursor)
+            self._raise_as_sqlalchemy(conn, exc, sql, parameters, cursor)
         cursor.close()
         if self._result_processors:
             return ran._replace(
@@ -237,12 +241,48 @@ class DriverStatement:
             return {name: parameters[name] for name in self._names}
         return tuple(parameters[name] for name in self._order)
 
+    def _expanded(self, values: Mapping[str, Any]
+                  ) -> tuple[str, Sequence[Any] | Mapping[str, Any]]:
+        """The SQL and the driver's parameters of a statement with an
+        ``IN`` list, expanded for these values as SQLAlchemy expands
+        them when it runs the statement (its compiled form's own step,
+        an empty list included)."""
+        compiled = self._compiled
+        expanded = compiled._process_parameters_for_postcompile(
+            compiled.construct_params(dict(values)))
+        parameters = dict(expanded.parameters)
+        for name, processor in (*self._bind_processors.items(),
+                                *expanded.processors.items()):
+            if name in parameters:
+                parameters[name] = processor(parameters[name])
+        if expanded.positiontup is None:
+            return expanded.statement, parameters
+        return expanded.statement, tuple(
+            parameters[name] for name in expanded.positiontup)
+
+    def _read_again(self, conn: AnyConnection, exc: Exception,
+                    values: Mapping[str, Any], fetch: int | None,
+                    cursor: Any) -> _Ran:
+        """A read that failed outside a transaction, run again by
+        SQLAlchemy, which raises its own exception if it fails again
+        (and replaces the pool's connections if this one was lost).  On
+        a :class:`DriverConnection` it runs on a new connection, this
+        one invalidated if it was lost."""
+        if isinstance(conn, DriverConnection) and self._dialect.is_disconnect(
+                cast(Any, exc), conn.connection.dbapi_connection, cursor):
+            conn.invalidate(exc)
+        cursor.close()
+        return self._through_sqlalchemy(conn, values, fetch)
+
     def _through_sqlalchemy(self, conn: AnyConnection,
                             values: Mapping[str, Any], fetch: int | None
                             ) -> _Ran:
         if isinstance(conn, DriverConnection):
-            raise TypeError(f"not a statement for a DriverConnection "
-                            f"(an IN list's, or a failed read): {self.sql}")
+            if conn.in_transaction():
+                raise TypeError(f"not a statement for a DriverConnection "
+                                f"in a transaction: {self.sql}")
+            with conn.engine.connect() as fresh:
+                return self._through_sqlalchemy(fresh, values, fetch)
         result: Any = conn.execute(self.statement, dict(values))
         if fetch == 0:  # (an INSERT has no IN list: no last row id)
             return _Ran([], int(result.rowcount), None)
@@ -250,14 +290,15 @@ class DriverStatement:
         return _Ran([tuple(row) for row in rows], len(rows), None)
 
     def _raise_as_sqlalchemy(self, conn: AnyConnection, exc: Exception,
-                             parameters: Any, cursor: Any) -> NoReturn:
+                             sql: str, parameters: Any, cursor: Any
+                             ) -> NoReturn:
         """Raise the exception SQLAlchemy raises for ``exc``; a lost
         connection is invalidated first (the pool replaces it)."""
         cursor.close()
         dialect = self._dialect
         lost = dialect.is_disconnect(
             cast(Any, exc), conn.connection.dbapi_connection, cursor)
-        error = _sqlalchemy_error(dialect, exc, self.sql, parameters, lost)
+        error = _sqlalchemy_error(dialect, exc, sql, parameters, lost)
         if lost:
             conn.invalidate(error)
         raise error from exc

@@ -226,11 +226,6 @@ class SchemaOutOfDate(Exception):
     """The database schema is older than this code (or missing)."""
 
 
-#: Execution option of :meth:`Database.statement_connection` on SQLite:
-#: the "begin" hook sends no ``BEGIN``.
-_ONE_STATEMENT = "baremetal_alloc_one_statement"
-
-
 def _sqlite_tuning(engine: Engine) -> None:
     """WAL, busy timeout, foreign keys and explicit BEGIN handling."""
 
@@ -247,8 +242,6 @@ def _sqlite_tuning(engine: Engine) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
-        if conn.get_execution_options().get(_ONE_STATEMENT):
-            return  # the statement is its own transaction
         begin = _BEGIN[bool(conn.info.get("immediate", False))]
         driver_statement(begin, conn.dialect).rowcount(conn, {})
 
@@ -445,21 +438,30 @@ class Database:
             yield conn
 
     @contextlib.contextmanager
-    def statement_connection(self) -> Iterator[Connection]:
-        """A Core connection for reads that need no snapshot across
-        statements (the poll's one statement, the candidate window):
-        each statement is its own transaction and reads one consistent
-        snapshot on every database, so no ``BEGIN`` and no ``ROLLBACK``
-        are sent (on PostgreSQL the connection is in autocommit for the
-        block, saving those two round trips).  MariaDB keeps its
-        implicit transaction: switching its autocommit costs a round
-        trip each way."""
-        with self.engine.connect() as conn:
-            if self.is_sqlite:
-                conn = conn.execution_options(**{_ONE_STATEMENT: True})
-            elif self.engine.dialect.name == "postgresql":
-                conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+    def statement_connection(self) -> Iterator[DriverConnection]:
+        """A :class:`DriverConnection` for reads of
+        ``db.driver_statements`` that need no snapshot across statements
+        (the poll's one statement, a page of a list, the candidate
+        window): each statement is its own transaction and reads one
+        consistent snapshot on every database, so no ``BEGIN`` and no
+        ``ROLLBACK`` are sent (on PostgreSQL the connection is in
+        autocommit for the block, saving those two round trips).
+        MariaDB keeps its implicit transaction, rolled back at the end:
+        switching its autocommit costs a round trip each way."""
+        conn = DriverConnection(self.engine, transaction=False)
+        driver = conn.connection.dbapi_connection
+        autocommit = self.engine.dialect.name == "postgresql"
+        try:
+            if autocommit:
+                driver.autocommit = True  # type: ignore[union-attr]
             yield conn
+        finally:
+            if autocommit and conn.connection.is_valid:
+                try:
+                    driver.autocommit = False  # type: ignore[union-attr]
+                except self.engine.dialect.loaded_dbapi.Error as exc:
+                    conn.invalidate(exc)
+            conn.end(commit=False)
 
     @contextlib.contextmanager
     def write_connection(self) -> Iterator[DriverConnection]:

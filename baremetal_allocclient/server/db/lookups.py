@@ -22,13 +22,15 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy import cast as sql_cast
-from sqlalchemy.engine import Connection
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.functions import FunctionElement
 
 from baremetal_allocclient.server.db import node_properties  # noqa: F401
-from baremetal_allocclient.server.db.driver_statements import driver_statement
+from baremetal_allocclient.server.db.driver_statements import (
+    AnyConnection,
+    driver_statement,
+)
 from baremetal_allocclient.server.db.engine import (
     WRITE,
 )
@@ -168,7 +170,7 @@ def _allocation_with_node_uuid(by_uuid: bool) -> Select[Any]:
 
 
 def allocation_for_reading(
-    conn: Connection, ident: str, by_uuid: bool
+    conn: AnyConnection, ident: str, by_uuid: bool
 ) -> Any:
     """An allocation's row by UUID or name, with its node's UUID (the
     ``node_uuid`` column), in one query; None when there is none.

@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import ColumnElement
-from sqlalchemy.engine import Connection
 
 from baremetal_allocclient.server.allocation import (
     matching,
@@ -27,6 +26,7 @@ from baremetal_allocclient.server.allocation import (
 from baremetal_allocclient.server.allocation.backends.base import Job, Settled
 from baremetal_allocclient.server.allocation.placement import model, snapshot
 from baremetal_allocclient.server.allocation.states import ACTIVE, ERROR
+from baremetal_allocclient.server.db.driver_statements import AnyConnection
 from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import utcnow
 
@@ -162,7 +162,7 @@ class DatabaseBackend:
         with self._rng_lock:
             return self._rng.randrange(below)
 
-    def _highest_node_id(self, conn: Connection) -> int:
+    def _highest_node_id(self, conn: AnyConnection) -> int:
         """The highest node id, read at most once per TOP_ID_TTL."""
         now = time.monotonic()
         if now >= self._top_id_expires:

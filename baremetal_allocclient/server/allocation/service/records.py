@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from sqlalchemy import and_, bindparam
-from sqlalchemy.engine import Connection, Dialect
+from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Session
 
 from baremetal_allocclient.constraints import Constraints, Funnel
@@ -25,7 +25,10 @@ from baremetal_allocclient.server.api import listing, patching, policy, schemas
 from baremetal_allocclient.server.api.auth import Principal
 from baremetal_allocclient.server.api.errors import bad_request, conflict
 from baremetal_allocclient.server.db import lookups
-from baremetal_allocclient.server.db.driver_statements import DriverStatement
+from baremetal_allocclient.server.db.driver_statements import (
+    AnyConnection,
+    DriverStatement,
+)
 from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import Allocation, Node, utcnow
 
@@ -53,9 +56,9 @@ def list_page(db: Database, asked: Listing) -> list[tuple[Any, ...]]:
 
     The page is one statement (compiled once per shape of request, see
     :func:`_page_read`) on a :meth:`Database.statement_connection` (no
-    ``BEGIN``): the ``node`` filter and the ``marker`` are found in
-    statements of their own before it, as no snapshot needs sharing (a
-    marker only says where the page starts)."""
+    ``BEGIN``): the ``node`` filter and the ``marker`` are found in a
+    read transaction of their own before it, as no snapshot needs
+    sharing (a marker only says where the page starts)."""
     page = asked.page
     values: dict[str, Any] = {"limit": page.limit}
     for name, value in (("state", asked.state),
@@ -64,18 +67,17 @@ def list_page(db: Database, asked: Listing) -> list[tuple[Any, ...]]:
         if value is not None:
             values[name] = value
     marker = None
+    if asked.node is not None or asked.marker is not None:
+        with db.read() as session:
+            if asked.node is not None:
+                values["node_id"] = asked.node(session).id
+            if asked.marker is not None:
+                marker_row = asked.marker(session)
+                values["marker_id"] = marker_row.id
+                values["marker_key"] = getattr(marker_row, page.sort_key)
+                marker = "null" if values["marker_key"] is None else "value"
+    filters = tuple(name for name in _PAGE_FILTERS if name in values)
     with db.statement_connection() as conn:
-        if asked.node is not None or asked.marker is not None:
-            with Session(conn) as session:
-                if asked.node is not None:
-                    values["node_id"] = asked.node(session).id
-                if asked.marker is not None:
-                    marker_row = asked.marker(session)
-                    values["marker_id"] = marker_row.id
-                    values["marker_key"] = getattr(marker_row, page.sort_key)
-                    marker = "null" if values["marker_key"] is None else (
-                        "value")
-        filters = tuple(name for name in _PAGE_FILTERS if name in values)
         read = _page_read(conn.dialect, filters, page.sort_key,
                           page.sort_dir, marker)
         return read.rows(conn, values)
@@ -106,7 +108,7 @@ def _page_read(dialect: Dialect, filters: tuple[str, ...], sort_key: str,
     return DriverStatement(query.limit(bindparam("limit")), dialect)
 
 
-def read(db: Database, find: Callable[[Connection], _Read]) -> _Read:
+def read(db: Database, find: Callable[[AnyConnection], _Read]) -> _Read:
     """What ``find`` reads in one statement on a bare connection (an
     allocation's row and its node's UUID)."""
     with db.statement_connection() as conn:

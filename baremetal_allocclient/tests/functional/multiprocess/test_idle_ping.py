@@ -20,16 +20,17 @@ from typing import Any, ClassVar
 from unittest import mock
 
 import testtools
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, literal_column, select, text
 
 from baremetal_allocclient.server.db import engine as db_engine
+from baremetal_allocclient.server.db.driver_statements import DriverStatement
 from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.tests.fixtures.wsgi import WsgiApp
 from baremetal_allocclient.tests.functional.multiprocess import _databases
 
 _HEADERS = {"X-OpenStack-Ironic-API-Version": "latest"}
-_BACKEND_ID = {"postgresql": "SELECT pg_backend_pid()",
-               "mysql": "SELECT CONNECTION_ID()"}
+_BACKEND_ID = {"postgresql": "pg_backend_pid()",
+               "mysql": "CONNECTION_ID()"}
 _KILL = {"postgresql": "SELECT pg_terminate_backend({})",
          "mysql": "KILL {}"}
 
@@ -58,8 +59,11 @@ class _IdlePing:
 
     def backend(self) -> int:
         """The database's id of the pooled connection (one statement)."""
+        backend = DriverStatement(
+            select(literal_column(_BACKEND_ID[self.kind]).label("id")),
+            self.db.engine.dialect)
         with self.db.statement_connection() as conn:
-            return int(conn.execute(text(_BACKEND_ID[self.kind])).scalar())
+            return int(backend.first(conn, {}).id)
 
     def kill(self, backend: int) -> None:
         with self.admin.connect() as conn:

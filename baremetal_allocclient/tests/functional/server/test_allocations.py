@@ -85,7 +85,7 @@ class AllocationTests(testtools.TestCase):
         (node,) = self.server.make_nodes(1, rc, traits=["CUSTOM_GPU"])
         alloc = self.allocate(resource_class=rc, traits=["CUSTOM_GPU"],
                               name="happy-" + rc, extra={"a": "b"})
-        self.assertEqual("active", alloc["state"])
+        self.assertEqual("active", alloc["state"], alloc)
         self.assertEqual(node["uuid"], alloc["node_uuid"])
         self.assertIsNone(alloc["last_error"])
         node = self.server.request("GET", f"/v1/nodes/{node['uuid']}").json()
