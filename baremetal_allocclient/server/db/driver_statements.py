@@ -42,7 +42,8 @@ from __future__ import annotations
 
 import collections
 import functools
-from collections.abc import Mapping, Sequence
+import operator
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, NoReturn, cast
 
 from sqlalchemy.engine import Connection, Dialect, Engine
@@ -100,11 +101,11 @@ class DriverConnection:
         if not proxy.is_valid:  # lost, and invalidated, by a statement
             proxy.close()
             return
-        try:
+        try:  # as SQLAlchemy ends a transaction
             if commit:
-                proxy.commit()
+                self.dialect.do_commit(proxy)
             else:
-                proxy.rollback()
+                self.dialect.do_rollback(proxy)
         except self.dialect.loaded_dbapi.Error as exc:
             lost = self.dialect.is_disconnect(exc, proxy.dbapi_connection,
                                               None)
@@ -141,13 +142,14 @@ class DriverStatement:
         compiled = statement.compile(dialect=dialect)
         self._compiled = compiled
         self.sql = compiled.string
-        self._order = (tuple(compiled.positiontup or ())
-                       if compiled.positional else None)
-        #: The names of the parameters in the SQL: a statement given
-        #: more values (a caller's dict shared by several statements)
-        #: passes only its own (pymysql refuses a value it cannot encode
-        #: even when unused).
-        self._names = tuple(dict.fromkeys(compiled.bind_names.values()))
+        self._positional = bool(compiled.positional)
+        #: The names of the parameters in the SQL, in the driver's order
+        #: where it has one: a statement given more values (a caller's
+        #: dict shared by several statements) passes only its own
+        #: (pymysql refuses a value it cannot encode even when unused).
+        self._names = (tuple(compiled.positiontup or ()) if self._positional
+                       else tuple(dict.fromkeys(compiled.bind_names.values())))
+        self._pick = _picker(self._names)
         #: The values of the binds the statement carries itself (its
         #: literals); the others must be given.
         self._literals = {name: bind.effective_value
@@ -157,6 +159,11 @@ class DriverStatement:
             name: processor for name, bind in compiled.binds.items()
             if (processor := bind.type.dialect_impl(dialect)
                 .bind_processor(dialect)) is not None}
+        #: (position in :attr:`_names`, conversion) of the parameters
+        #: that have one (a SQLite ``DateTime``'s text, a JSON value's).
+        self._conversions = tuple(
+            (index, processor) for index, name in enumerate(self._names)
+            if (processor := self._bind_processors.get(name)) is not None)
         # A SELECT's columns, or the RETURNING ones of an INSERT.
         columns = (getattr(statement, "selected_columns", None)
                    or getattr(statement, "exported_columns", None))
@@ -234,12 +241,15 @@ class DriverStatement:
                     ) -> Sequence[Any] | Mapping[str, Any]:
         """The driver's parameters: every bind's value (defaults for
         those not in ``values``), converted, in the dialect's style."""
-        parameters = {**self._literals, **values}
-        for name, processor in self._bind_processors.items():
-            parameters[name] = processor(parameters[name])
-        if self._order is None:
-            return {name: parameters[name] for name in self._names}
-        return tuple(parameters[name] for name in self._order)
+        given = {**self._literals, **values} if self._literals else values
+        picked = self._pick(given)
+        if self._conversions:
+            picked = list(picked)
+            for index, processor in self._conversions:
+                picked[index] = processor(picked[index])
+        if self._positional:
+            return tuple(picked)
+        return dict(zip(self._names, picked, strict=True))
 
     def _expanded(self, values: Mapping[str, Any]
                   ) -> tuple[str, Sequence[Any] | Mapping[str, Any]]:
@@ -308,6 +318,17 @@ class DriverStatement:
         for index, processor in self._result_processors:
             values[index] = processor(values[index])
         return tuple(values)
+
+
+def _picker(names: tuple[str, ...]
+            ) -> Callable[[Mapping[str, Any]], Sequence[Any]]:
+    """The values of ``names`` from a mapping, as a sequence."""
+    if len(names) > 1:
+        return operator.itemgetter(*names)
+    if names:
+        (name,) = names
+        return lambda given: (given[name],)
+    return lambda _given: ()
 
 
 @functools.lru_cache(maxsize=512)

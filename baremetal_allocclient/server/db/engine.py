@@ -321,6 +321,20 @@ def _session_transaction(bind: Engine | Connection) -> Iterator[Session]:
         yield session
 
 
+def _set_autocommit(conn: DriverConnection, on: bool) -> None:
+    """psycopg's autocommit flag; a connection that refuses it is lost:
+    invalidated, and reported as SQLAlchemy reports a lost one."""
+    dbapi = conn.dialect.loaded_dbapi
+    try:
+        conn.connection.dbapi_connection.autocommit = on  # type: ignore
+    except dbapi.Error as exc:
+        error = DBAPIError.instance(None, None, exc, dbapi.Error,
+                                    connection_invalidated=True,
+                                    dialect=conn.dialect)
+        conn.invalidate(error)
+        raise error from exc
+
+
 class Database:
     """Owns the engine and hands out read and write transactions."""
 
@@ -449,18 +463,17 @@ class Database:
         MariaDB keeps its implicit transaction, rolled back at the end:
         switching its autocommit costs a round trip each way."""
         conn = DriverConnection(self.engine, transaction=False)
-        driver = conn.connection.dbapi_connection
         autocommit = self.engine.dialect.name == "postgresql"
         try:
             if autocommit:
-                driver.autocommit = True  # type: ignore[union-attr]
+                _set_autocommit(conn, True)
             yield conn
         finally:
-            if autocommit and conn.connection.is_valid:
-                try:
-                    driver.autocommit = False  # type: ignore[union-attr]
-                except self.engine.dialect.loaded_dbapi.Error as exc:
-                    conn.invalidate(exc)
+            try:
+                if autocommit and conn.connection.is_valid:
+                    _set_autocommit(conn, False)
+            except DBAPIError:
+                pass  # invalidated: the pool replaces it
             conn.end(commit=False)
 
     @contextlib.contextmanager

@@ -78,11 +78,17 @@ class CommitConflicts(fixtures.Fixture):
         engine = self.db.engine
 
         def on_begin(conn: Any) -> None:
-            dbapi = conn.connection.dbapi_connection
+            on_checkout(conn.connection.dbapi_connection)
+
+        def on_checkout(dbapi: Any, *_args: Any) -> None:
+            # (a create's transactions run on the pool's connection,
+            # with no SQLAlchemy "begin")
             self._changes[id(dbapi)] = dbapi.total_changes
 
         event.listen(engine, "begin", on_begin)
         self.addCleanup(event.remove, engine, "begin", on_begin)
+        event.listen(engine, "checkout", on_checkout)
+        self.addCleanup(event.remove, engine, "checkout", on_checkout)
         real = engine.dialect.do_commit
 
         def do_commit(fairy: Any) -> None:
