@@ -30,8 +30,9 @@ Errors are SQLAlchemy's:
   checks (``db.engine.is_unavailable``, ``is_transient``) see what they
   always see.
 
-The write transactions of a create (``Database.write_connection``) run
-on a :class:`DriverConnection`: a pooled connection with no SQLAlchemy
+The write transactions of a create (``Database.write_connection``) and
+the reads of one statement (``Database.statement_connection``) run on a
+:class:`DriverConnection`: a pooled connection with no SQLAlchemy
 ``Connection`` around it, whose transaction is begun and ended through
 the driver, as SQLAlchemy would (its ``Connection`` and transaction
 objects, events and reset cost more than the ``BEGIN`` and ``COMMIT``).

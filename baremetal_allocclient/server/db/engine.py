@@ -446,8 +446,7 @@ class Database:
     @contextlib.contextmanager
     def read_connection(self) -> Iterator[Connection]:
         """:meth:`read` without the ORM session: a short transaction on a
-        Core connection (what :meth:`write_connection` runs the writes of
-        a reservation in, on PostgreSQL and MariaDB)."""
+        Core connection."""
         with self.engine.connect() as conn, conn.begin():
             yield conn
 

@@ -232,19 +232,12 @@ class _DriverStatements:
         test: Any = self
         if self.kind == "sqlite":
             test.skipTest("an SQLite connection cannot be lost")
-        backend = DriverStatement(
-            select(literal_column(_BACKEND_ID[self.kind]).label("id")),
-            self.db.engine.dialect)
         rename = DriverStatement(
             update(Allocation).where(Allocation.uuid == bindparam("u"))
             .values(name=bindparam("n")), self.db.engine.dialect)
         with test.assertRaises(DBAPIError) as raised, \
                 self.db.write_connection() as conn:
-            killed = backend.first(conn, {}).id
-            with self.db.engine.connect() as other:
-                other.execute(text(_KILL[self.kind].format(int(killed))))
-                other.commit()
-            time.sleep(0.2)  # the server closes its end
+            killed = self.kill_backend_of(conn)
             rename.rowcount(conn, {"u": self.uuids[2], "n": "lost"})
         test.assertTrue(raised.exception.connection_invalidated)
         test.assertTrue(is_unavailable(raised.exception))
@@ -253,7 +246,7 @@ class _DriverStatements:
         test.assertIn("UPDATE allocations", str(raised.exception))
         with self.db.statement_connection() as conn:  # a new connection
             row = lookups.allocation_for_reading(conn, self.uuids[2], True)
-            test.assertNotEqual(killed, backend.first(conn, {}).id)
+            test.assertNotEqual(killed, self.backend().first(conn, {}).id)
         test.assertNotEqual("lost", row.name)
 
     def test_a_connection_lost_while_committing_is_an_unknown_outcome(
@@ -264,18 +257,27 @@ class _DriverStatements:
         test: Any = self
         if self.kind == "sqlite":
             test.skipTest("an SQLite connection cannot be lost")
-        backend = DriverStatement(
-            select(literal_column(_BACKEND_ID[self.kind]).label("id")),
-            self.db.engine.dialect)
         with test.assertRaises(CommitOutcomeUnknown), \
                 self.db.write_connection() as conn:
-            killed = backend.first(conn, {}).id
-            with self.db.engine.connect() as other:
-                other.execute(text(_KILL[self.kind].format(int(killed))))
-                other.commit()
-            time.sleep(0.2)  # the server closes its end
+            killed = self.kill_backend_of(conn)
         with self.db.statement_connection() as conn:
-            test.assertNotEqual(killed, backend.first(conn, {}).id)
+            test.assertNotEqual(killed, self.backend().first(conn, {}).id)
+
+    def backend(self) -> DriverStatement:
+        """The database's id of the connection it runs on."""
+        return DriverStatement(
+            select(literal_column(_BACKEND_ID[self.kind]).label("id")),
+            self.db.engine.dialect)
+
+    def kill_backend_of(self, conn: Any) -> int:
+        """End ``conn``'s session from another connection, as a database
+        restart or a network cut would; its id."""
+        killed = int(self.backend().first(conn, {}).id)
+        with self.db.engine.connect() as other:
+            other.execute(text(_KILL[self.kind].format(killed)))
+            other.commit()
+        time.sleep(0.2)  # the server closes its end
+        return killed
 
     def test_an_insert_stores_what_sqlalchemy_stores(self) -> None:
         """Of an ORM object, and of the plain record a create builds."""
