@@ -293,8 +293,8 @@ def candidate_window(
         rows += driver_statement(candidate_query(key, True), conn.dialect
                                  ).rows(conn, {**params, "w_pivot": pivot,
                                                "w_limit": limit - len(rows)})
-    found = [Candidate(int(node_id), name, str(uuid))
-             for node_id, name, uuid in rows]
+    # (id, name, uuid) as the drivers return them: int, str or None, str
+    found = list(map(Candidate._make, rows))
     preferred = request.preferred_name
     if preferred is not None and all(c.name != preferred for c in found):
         named = driver_statement(_named_candidate_query(key), conn.dialect
