@@ -37,6 +37,13 @@ the reads of one statement (``Database.statement_connection``) run on a
 the driver, as SQLAlchemy would (its ``Connection`` and transaction
 objects, events and reset cost more than the ``BEGIN`` and ``COMMIT``).
 Only statements of this module run on it.
+
+Three methods used here are SQLAlchemy's own, not its public API, as
+its ``Connection`` uses them: ``Pool._invalidate`` (a lost connection),
+``_ConnectionFairy._close_special`` (no second rollback) and
+``SQLCompiler._process_parameters_for_postcompile`` (``IN`` lists).  An
+upgrade of SQLAlchemy that changes them fails the tests of lost
+connections and of traits and candidate nodes, on the three databases.
 """
 
 from __future__ import annotations
