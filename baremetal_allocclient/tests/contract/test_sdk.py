@@ -110,6 +110,10 @@ class OpenStackSdk(base.ContractMixin):
             bm.create_allocation(resource_class=rc, name=name)
         self.assertIn(f"An allocation with name {name} already exists.",
                       str(conflict.exception))
+        # Settled before the deletes below: Ironic on SQLite answered a
+        # delete that raced its conductor's reservation of this one with
+        # a 500 ("database is locked", seen in CI).
+        bm.wait_for_allocation(name, timeout=60)
         missing = targets.unique("nope")
         with self.assertRaises(sdk_exc.NotFoundException) as not_found:
             bm.get_allocation(missing)
