@@ -17,24 +17,32 @@ in one run:
   the same requests;
 * **the SQL floor**: the statements each request needs, run with the
   database's own driver on a copy of the server's database as enrolled
-  (:mod:`benchmarks.floor_sql`), CPU time per operation in this process.
+  (:mod:`benchmarks.floor_sql`), CPU time per operation in this process;
+* **the served floor**: both floors in one server, measured as the
+  server is: the hello world of the HTTP floor doing each request's SQL
+  floor work (on a third copy of the database) in its request thread
+  before it answers (:mod:`benchmarks.hello_serve` with
+  ``BENCH_HELLO_SQL``).  The SQL floor alone runs its statements back to
+  back in one thread, caches warm; one request at a time, through the
+  front end, the same statements cost more, as the server's own do.
 
 * **the SDK's iterator**: with the server still up, the client's CPU
   walking every allocation in pages of ``--list-size`` through
   ``Client.list_allocations`` against bare ``requests`` GETs plus
   ``.json()`` of the same pages, alternated ``--walks`` times.
 
-The three are measured in alternating rounds (``--rounds``, 5 by
+The four are measured in alternating rounds (``--rounds``, 5 by
 default): the creates are split into rounds, and each round is sent to
-the server, then to the HTTP floor, then run as the SQL floor; then the
-polls, then the lists, the same way.  A change of the machine's load
-during the run (it is shared) then weighs on all three alike.  The
-table gives, per request, the medians over the rounds of the server's
-CPU and of both floors, and the median of each round's ratio server /
-(HTTP + SQL); every round's figures are in the JSON.  The load average
-is printed at the start and end.  The HTTP floor is started once with
-the size of a create's answer, and again, for the polls and lists,
-once the server's list of ``--list-size`` is known.
+the server, then to the HTTP floor, then run as the SQL floor, then
+sent to the served floor; then the polls, then the lists, the same way.
+A change of the machine's load during the run (it is shared) then
+weighs on all four alike.  The table gives, per request, the medians
+over the rounds of the server's CPU and of the floors, the median of
+each round's ratio server / (HTTP + SQL) and that of server / served
+floor; every round's figures are in the JSON.  The load average
+is printed at the start and end.  The HTTP and served floors are
+started once with the size of a create's answer, and again, for the
+polls and lists, once the server's list of ``--list-size`` is known.
 :mod:`benchmarks.floor_profile` profiles the server during creates and
 during polls.
 
@@ -62,7 +70,7 @@ import tempfile
 import time
 import uuid as uuidlib
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import requests
 
@@ -170,26 +178,34 @@ def warm_up(client: Client, args: argparse.Namespace) -> list[str]:
     return made
 
 
-def hello_command(db: str) -> Callable[[int], list[str]]:
+def hello_command(db: str, name: str) -> Callable[[int], list[str]]:
     script = os.path.join(HERE, "hello_serve.py")
 
     def command(port: int) -> list[str]:
         return [sys.executable, script, "--log-level", "WARNING", "serve",
-                "--host", "127.0.0.1", "--port", str(port), "--db", db]
+                "--host", "127.0.0.1", "--port", str(port), "--db", db,
+                "--conductor-name", name]
 
     return command
 
 
 @contextlib.contextmanager
-def hello_world(db: str, sizes: dict[str, int],
-                args: argparse.Namespace) -> Iterator[tuple[int, Client]]:
+def hello_world(db: str, sizes: dict[str, int], args: argparse.Namespace,
+                sql: str | None = None) -> Iterator[tuple[int, Client]]:
     """The HTTP floor answering bodies of ``sizes``, warmed up: its PID
-    and a client."""
+    and a client.  With ``sql`` (a database URL), the served floor: each
+    request does its SQL floor work on that database first."""
     os.environ[hello_serve.SIZES_ENV] = ",".join(
         f"{kind}={size}" for kind, size in sizes.items())
+    name = "hello" if sql is None else "served-floor"
+    if sql is None:
+        os.environ.pop(hello_serve.SQL_ENV, None)
+    else:
+        os.environ[hello_serve.SQL_ENV] = sql
+        os.environ[hello_serve.RC_ENV] = RC
     target = targets.serve_process(
-        "hello", tempfile.mkdtemp(prefix="bench-hello-"), hello_command(db),
-        "hello.log", lambda: "")
+        name, tempfile.mkdtemp(prefix=f"bench-{name}-"),
+        hello_command(db, name), f"{name}.log", lambda: "")
     try:
         client = Client(target.endpoint, expect_active=False)
         warm_up(client, args)
@@ -205,25 +221,29 @@ def shares(total: int, rounds: int) -> list[int]:
             for r in range(rounds)]
 
 
+#: What is measured in each round: the server, the HTTP floor, the SQL
+#: floor (in this process) and the served floor (both floors' work in
+#: one hello world).
+PARTS = ("server", "http", "sql", "served")
+
+
 class Rounds:
-    """Per-request CPU ms of the server, the HTTP floor and the SQL floor,
-    measured in alternating rounds of one kind of request, so that the
-    machine's load drifting during a run weighs on all three alike."""
+    """Per-request CPU ms of the server and of its floors, measured in
+    alternating rounds of one kind of request, so that the machine's
+    load drifting during a run weighs on all of them alike."""
 
     def __init__(self) -> None:
         self.samples: dict[str, dict[str, list[float]]] = {
-            part: {kind: [] for kind in KINDS}
-            for part in ("server", "http", "sql")}
+            part: {kind: [] for kind in KINDS} for part in PARTS}
 
     def run(self, kind: str, total: int, rounds: int,
-            server: Callable[[int], float], http: Callable[[int], float],
-            sql: Callable[[int], float]) -> None:
-        """``total`` requests of ``kind`` in ``rounds``; each callable
-        sends its share and returns its CPU ms per request."""
+            measures: dict[str, Callable[[int], float]]) -> None:
+        """``total`` requests of ``kind`` in ``rounds``; each of
+        ``measures`` (one per part) sends its share and returns its CPU
+        ms per request."""
         for count in shares(total, rounds):
-            for part, measure in (("server", server), ("http", http),
-                                  ("sql", sql)):
-                self.samples[part][kind].append(measure(count))
+            for part in PARTS:
+                self.samples[part][kind].append(measures[part](count))
 
     def medians(self, part: str) -> dict[str, float]:
         return {kind: statistics.median(values)
@@ -237,59 +257,99 @@ class Rounds:
                 self.samples["sql"][kind], strict=True))
             for kind in KINDS}
 
+    def served_ratios(self) -> dict[str, float]:
+        """Per kind, the median over rounds of server / served floor."""
+        return {kind: statistics.median(
+            server / served for server, served in zip(
+                self.samples["server"][kind], self.samples["served"][kind],
+                strict=True))
+            for kind in KINDS}
 
-def measure_rounds(db: tuple[str, str], args: argparse.Namespace,
+
+def measure_rounds(db: tuple[str, str, str], args: argparse.Namespace,
                    server_pid: int, client: Client,
                    uuids: list[str]) -> tuple[Rounds, dict[str, int]]:
     """Creates, then polls, then lists, each in ``--rounds`` alternating
-    rounds of the server (``server_pid``, ``client``), the HTTP floor and
-    the SQL floor (``db``: the server's and the SQL floor's database);
-    the rounds and the sizes of the server's answers."""
-    server_db, floor_db = db
+    rounds of the server (``server_pid``, ``client``) and its floors
+    (``db``: the server's, the SQL floor's and the served floor's
+    databases); the rounds and the sizes of the server's answers."""
+    server_db, floor_db, served_db = db
     rounds = Rounds()
     sql = floor_sql.Floor(floor_db, RC)
     try:
         floor_uuids = [str(uuidlib.uuid4())
                        for _ in range(args.allocations)]
-        with hello_world(server_db, dict(client.sizes), args) as (
-                hello_pid, hello):
+        with floors(server_db, served_db, dict(client.sizes), args) as (
+                hello, served):
             floor_made = iter(floor_uuids)
-            rounds.run(
-                "create", args.allocations, args.rounds,
-                lambda n: per_request_ms(
+            rounds.run("create", args.allocations, args.rounds, {
+                "server": lambda n: per_request_ms(
                     server_pid, n, lambda _i: uuids.append(client.create())),
-                lambda n: per_request_ms(
-                    hello_pid, n, lambda _i: hello.create()),
-                lambda n: floor_sql.cpu_ms(
-                    lambda _i: sql.create_one(next(floor_made)), n))
+                "http": lambda n: hello.per_request(
+                    n, lambda c, _i: c.create()),
+                "sql": lambda n: floor_sql.cpu_ms(
+                    lambda _i: sql.create_one(next(floor_made)), n),
+                "served": lambda n: served.per_request(
+                    n, lambda c, _i: c.create())})
         client.list(args.list_size)  # the size of the full list
         sizes = dict(client.sizes)
+
         def polled(index: int) -> str:
             return uuids[index % len(uuids)]
 
-        with hello_world(server_db, sizes, args) as (hello_pid, hello):
-            rounds.run(
-                "get", args.gets, args.rounds,
-                lambda n: per_request_ms(
+        with floors(server_db, served_db, sizes, args) as (hello, served):
+            rounds.run("get", args.gets, args.rounds, {
+                "server": lambda n: per_request_ms(
                     server_pid, n, lambda i: client.get(polled(i))),
-                lambda n: per_request_ms(
-                    hello_pid, n, lambda i: hello.get(polled(i))),
-                lambda n: floor_sql.cpu_ms(
-                    lambda i: sql.get(floor_uuids[i % len(floor_uuids)]), n))
-            rounds.run(
-                "list", args.lists, args.rounds,
-                lambda n: per_request_ms(
-                    server_pid, n, lambda _i: client.list(args.list_size)),
-                lambda n: per_request_ms(
-                    hello_pid, n, lambda _i: hello.list(args.list_size)),
-                lambda n: floor_sql.cpu_ms(
-                    lambda _i: sql.list(args.list_size), n))
-        if hello.sizes != sizes:
-            raise RuntimeError(f"hello world answered {hello.sizes}, "
-                               f"not {sizes}")
+                "http": lambda n: hello.per_request(
+                    n, lambda c, i: c.get(polled(i))),
+                "sql": lambda n: floor_sql.cpu_ms(
+                    lambda i: sql.get(floor_uuids[i % len(floor_uuids)]), n),
+                "served": lambda n: served.per_request(
+                    n, lambda c, i: c.get(polled(i)))})
+            listed = args.list_size
+            rounds.run("list", args.lists, args.rounds, {
+                "server": lambda n: per_request_ms(
+                    server_pid, n, lambda _i: client.list(listed)),
+                "http": lambda n: hello.per_request(
+                    n, lambda c, _i: c.list(listed)),
+                "sql": lambda n: floor_sql.cpu_ms(
+                    lambda _i: sql.list(listed), n),
+                "served": lambda n: served.per_request(
+                    n, lambda c, _i: c.list(listed))})
+            for floor in (hello, served):
+                if floor.client.sizes != sizes:
+                    raise RuntimeError(f"{floor.name} answered "
+                                       f"{floor.client.sizes}, not {sizes}")
         return rounds, sizes
     finally:
         sql.db.close()
+
+
+class Floor(NamedTuple):
+    """A running floor (the hello world, or the served floor)."""
+
+    name: str
+    pid: int
+    client: Client
+
+    def per_request(self, count: int,
+                    send: Callable[[Client, int], object]) -> float:
+        """Its CPU ms per request of ``count`` calls of ``send``."""
+        return per_request_ms(self.pid, count,
+                              lambda i: send(self.client, i))
+
+
+@contextlib.contextmanager
+def floors(server_db: str, served_db: str, sizes: dict[str, int],
+           args: argparse.Namespace) -> Iterator[tuple[Floor, Floor]]:
+    """The HTTP floor and the served floor (on ``served_db``) answering
+    bodies of ``sizes``, both warmed up."""
+    with hello_world(server_db, sizes, args) as (hello_pid, hello), \
+            hello_world(server_db, sizes, args, served_db) as (
+                served_pid, served):
+        yield (Floor("the HTTP floor", hello_pid, hello),
+               Floor("the served floor", served_pid, served))
 
 
 def walks(endpoint: str, args: argparse.Namespace) -> dict[str, float]:
@@ -331,24 +391,27 @@ def walks(endpoint: str, args: argparse.Namespace) -> dict[str, float]:
 
 @contextlib.contextmanager
 def databases(kind: str, workdir: str, nodes: int
-              ) -> Iterator[tuple[str, str]]:
-    """Two databases of ``kind`` made by the migrations with the same
-    ``nodes`` enrolled (once, then copied): the server's and the SQL
-    floor's."""
+              ) -> Iterator[tuple[str, str, str]]:
+    """Three databases of ``kind`` made by the migrations with the same
+    ``nodes`` enrolled (once, then copied): the server's, the SQL
+    floor's and the served floor's."""
     if kind == "sqlite":
-        server_db, floor_db = (f"sqlite:///{workdir}/{name}.sqlite"
-                               for name in ("server", "floor"))
+        server_db, floor_db, served_db = (
+            f"sqlite:///{workdir}/{name}.sqlite"
+            for name in ("server", "floor", "served"))
         enrolled(server_db, nodes, workdir)
-        for suffix in ("", "-wal"):  # the log, if not checkpointed
-            with contextlib.suppress(FileNotFoundError):
-                shutil.copyfile(f"{workdir}/server.sqlite{suffix}",
-                                f"{workdir}/floor.sqlite{suffix}")
-        yield server_db, floor_db
+        for copy in ("floor", "served"):
+            for suffix in ("", "-wal"):  # the log, if not checkpointed
+                with contextlib.suppress(FileNotFoundError):
+                    shutil.copyfile(f"{workdir}/server.sqlite{suffix}",
+                                    f"{workdir}/{copy}.sqlite{suffix}")
+        yield server_db, floor_db, served_db
         return
     with reference.postgresql_database() as server_db:
         enrolled(server_db, nodes, workdir)
-        with reference.postgresql_database(template=server_db) as floor_db:
-            yield server_db, floor_db
+        with reference.postgresql_database(template=server_db) as floor_db, \
+                reference.postgresql_database(template=server_db) as served_db:
+            yield server_db, floor_db, served_db
 
 
 def enrolled(db: str, nodes: int, workdir: str) -> None:
@@ -361,18 +424,20 @@ def enrolled(db: str, nodes: int, workdir: str) -> None:
 def measure_database(kind: str, args: argparse.Namespace) -> dict[str, Any]:
     """Server, HTTP floor and SQL floor on one kind of database."""
     workdir = tempfile.mkdtemp(prefix="baremetal-alloc-floor-")
-    nodes = args.allocations + WARMUP
+    # The served floor is warmed up twice (it is started again with the
+    # size of a list), with creates.
+    nodes = args.allocations + 2 * WARMUP
     try:
-        with databases(kind, workdir, nodes) as (server_db, floor_db):
+        with databases(kind, workdir, nodes) as dbs:
             load_start = os.getloadavg()
-            log(f"{kind}: the server, the HTTP floor and the SQL floor, "
+            log(f"{kind}: the server and its floors (HTTP, SQL, served), "
                 f"in {args.rounds} alternating rounds of each request")
-            target = reference.start(server_db)
+            target = reference.start(dbs[0])
             try:
                 client = Client(target.endpoint, expect_active=True)
                 uuids = warm_up(client, args)
                 rounds, sizes = measure_rounds(
-                    (server_db, floor_db), args, target.pid, client, uuids)
+                    dbs, args, target.pid, client, uuids)
                 log(f"{kind}: the SDK's iterator")
                 walked = walks(target.endpoint, args)
             finally:
@@ -380,7 +445,9 @@ def measure_database(kind: str, args: argparse.Namespace) -> dict[str, Any]:
             return {"server_cpu_ms": rounds.medians("server"),
                     "http_floor_ms": rounds.medians("http"),
                     "sql_floor_ms": rounds.medians("sql"),
+                    "served_floor_ms": rounds.medians("served"),
                     "ratio": rounds.ratios(),
+                    "ratio_served": rounds.served_ratios(),
                     "rounds": rounds.samples,
                     "body_bytes": sizes,
                     "client_cpu_ms": walked,
@@ -394,17 +461,20 @@ def table(results: dict[str, dict[str, Any]], list_size: int) -> list[str]:
     """One row per database and request."""
     lines = [f"{'database':10}  {'request':22}  {'body B':>7}  "
              f"{'server CPU ms':>13}  {'floor HTTP ms':>13}  "
-             f"{'floor SQL ms':>12}  {'ratio':>6}"]
+             f"{'floor SQL ms':>12}  {'ratio':>6}  "
+             f"{'served floor ms':>15}  {'ratio':>6}"]
     for kind, result in results.items():
         for request in KINDS:
             server = result["server_cpu_ms"][request]
             http = result["http_floor_ms"][request]
             sql = result["sql_floor_ms"][request]
+            served = result["served_floor_ms"][request]
             label = LABELS[request].format(size=f"{list_size:,}")
             lines.append(
                 f"{kind:10}  {label:22}  {result['body_bytes'][request]:>7}  "
                 f"{server:>13.2f}  {http:>13.2f}  {sql:>12.2f}  "
-                f"{result['ratio'][request]:>5.1f}x")
+                f"{result['ratio'][request]:>5.1f}x  {served:>15.2f}  "
+                f"{result['ratio_served'][request]:>5.1f}x")
     for kind, result in results.items():
         walked = result["client_cpu_ms"]
         lines.append(
@@ -422,7 +492,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         choices=["sqlite", "postgresql"])
     parser.add_argument("--allocations", type=int, default=1000,
                         help=f"creates measured (as many nodes, plus "
-                        f"{WARMUP})")
+                        f"{2 * WARMUP})")
     parser.add_argument("--gets", type=int, default=500)
     parser.add_argument("--lists", type=int, default=20)
     parser.add_argument("--list-size", type=int, default=1000,

@@ -1,7 +1,7 @@
 """``python -m benchmarks.floor`` and ``benchmarks.floor_profile`` keep
 working: a tiny run of the first prints its table (a row per request
-type, every figure above zero) and writes its JSON; one of the second
-profiles the create and the poll handlers."""
+type, every figure above zero, the served floor's too) and writes its
+JSON; one of the second profiles the create and the poll handlers."""
 
 from __future__ import annotations
 
@@ -18,9 +18,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.dirname(os.path.abspath(__file__))))))
 POSTGRESQL_ENV = "BAREMETAL_ALLOC_TEST_POSTGRESQL_URL"
 LABELS = ("create, Prefer: wait", "GET one (a poll)", "list of 10")
-#: body B, server CPU ms, floor HTTP ms, floor SQL ms, ratio
+#: body B, server CPU ms, floor HTTP ms, floor SQL ms, ratio, served
+#: floor ms, ratio to it
 ROW = re.compile(r"^(\w+)\s+(.+?)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+"
-                 r"([\d.]+)\s+([\d.]+)x$")
+                 r"([\d.]+)\s+([\d.]+)x\s+([\d.]+)\s+([\d.]+)x$")
 
 
 def run_benchmark(case: unittest.TestCase, module: str, *args: str
@@ -56,8 +57,10 @@ class FloorBenchmarkTest(unittest.TestCase):
         self.assertIn("load average (1, 5, 15 min): start", stdout)
         with open(output) as stream:
             result = json.load(stream)["results"][db]
-        self.assertEqual({"create", "get", "list"},
-                         set(result["server_cpu_ms"]))
+        for figure in ("server_cpu_ms", "served_floor_ms", "ratio_served"):
+            self.assertEqual({"create", "get", "list"}, set(result[figure]))
+            self.assertTrue(all(value > 0
+                                for value in result[figure].values()))
         self.assertGreater(result["body_bytes"]["list"],
                            result["body_bytes"]["get"])
 
