@@ -112,3 +112,25 @@ class PairBenchmarkTest(unittest.TestCase):
                          len(figures["rounds"]["after"])))
             self.assertGreater(figures["ratio"], 0)
             self.assertGreater(figures["before_ms"], 0)
+
+
+class AppLoopBenchmarkTest(unittest.TestCase):
+    """``python -m benchmarks.app_loop`` calls the assembled application
+    in a loop beside the SQL floor: a line per request, its figures in
+    its JSON."""
+
+    def test_sqlite(self) -> None:
+        stdout, output = run_benchmark(
+            self, "benchmarks.app_loop", "--db", "sqlite",
+            "--allocations", "10", "--gets", "20", "--rounds", "2")
+        rows = [line.split() for line in stdout.splitlines()
+                if line.startswith("sqlite ")]
+        self.assertEqual([["sqlite", "create"], ["sqlite", "get"]],
+                         [row[:2] for row in rows], stdout)
+        with open(output) as stream:
+            result = json.load(stream)["results"]["sqlite"]
+        for figure in ("app_cpu_ms", "sql_floor_ms", "ratio"):
+            self.assertEqual({"create", "get"}, set(result[figure]))
+            self.assertTrue(all(value > 0
+                                for value in result[figure].values()))
+        self.assertEqual(2, len(result["rounds"]["app"]["create"]))
