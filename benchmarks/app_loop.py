@@ -183,16 +183,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{result['app_cpu_ms'][request]:>18.3f}  "
                   f"{result['sql_floor_ms'][request]:>12.3f}  "
                   f"{result['ratio'][request]:>5.1f}x")
-    print("load average (1, 5, 15 min): start "
-          + " ".join(f"{x:.2f}" for x in load_start) + ", end "
-          + " ".join(f"{x:.2f}" for x in os.getloadavg()), flush=True)
-    output = {"started": started.isoformat(timespec="seconds"),
-              "arguments": {k: v for k, v in vars(args).items()
-                            if k != "output"},
-              "results": results}
-    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
-    with open(args.output, "w") as stream:
-        json.dump(output, stream, indent=2)
+    floor.finish(args, started, load_start, results)
     return 0
 
 

@@ -517,19 +517,28 @@ def main(argv: list[str] | None = None) -> int:
     started = datetime.datetime.now(datetime.timezone.utc)
     load_start = os.getloadavg()
     results = {kind: measure_database(kind, args) for kind in args.db}
-    load_end = os.getloadavg()
     for line in table(results, args.list_size):
         print(line)
+    finish(args, started, load_start, results)
+    return 0
+
+
+def finish(args: argparse.Namespace, started: datetime.datetime,
+           load_start: tuple[float, float, float],
+           results: dict[str, Any]) -> None:
+    """Print the load average at the start and now; write the results,
+    with the arguments but ``--output``, to ``--output``."""
     print("load average (1, 5, 15 min): start "
           + " ".join(f"{x:.2f}" for x in load_start) + ", end "
-          + " ".join(f"{x:.2f}" for x in load_end), flush=True)
+          + " ".join(f"{x:.2f}" for x in os.getloadavg()), flush=True)
     output: dict[str, Any] = {
         "started": started.isoformat(timespec="seconds"),
-        "arguments": vars(args), "results": results}
+        "arguments": {name: value for name, value in vars(args).items()
+                      if name != "output"},
+        "results": results}
     os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
     with open(args.output, "w") as stream:
         json.dump(output, stream, indent=2)
-    return 0
 
 
 if __name__ == "__main__":
