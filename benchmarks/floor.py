@@ -251,18 +251,21 @@ class Rounds:
 
     def ratios(self) -> dict[str, float]:
         """Per kind, the median over rounds of server / (HTTP + SQL)."""
-        return {kind: statistics.median(
-            server / (http + sql) for server, http, sql in zip(
-                self.samples["server"][kind], self.samples["http"][kind],
-                self.samples["sql"][kind], strict=True))
-            for kind in KINDS}
+        return self._ratios_to({kind: [
+            http + sql for http, sql in zip(
+                self.samples["http"][kind], self.samples["sql"][kind],
+                strict=True)] for kind in KINDS})
 
     def served_ratios(self) -> dict[str, float]:
         """Per kind, the median over rounds of server / served floor."""
+        return self._ratios_to(self.samples["served"])
+
+    def _ratios_to(self, floors: dict[str, list[float]]
+                   ) -> dict[str, float]:
+        """Per kind, the median of each round's server / ``floors``."""
         return {kind: statistics.median(
-            server / served for server, served in zip(
-                self.samples["server"][kind], self.samples["served"][kind],
-                strict=True))
+            server / floor for server, floor in zip(
+                self.samples["server"][kind], floors[kind], strict=True))
             for kind in KINDS}
 
 
@@ -317,16 +320,16 @@ def measure_rounds(db: tuple[str, str, str], args: argparse.Namespace,
                     lambda _i: sql.list(listed), n),
                 "served": lambda n: served.per_request(
                     n, lambda c, _i: c.list(listed))})
-            for floor in (hello, served):
-                if floor.client.sizes != sizes:
-                    raise RuntimeError(f"{floor.name} answered "
-                                       f"{floor.client.sizes}, not {sizes}")
+            for running in (hello, served):
+                if running.client.sizes != sizes:
+                    raise RuntimeError(f"{running.name} answered "
+                                       f"{running.client.sizes}, not {sizes}")
         return rounds, sizes
     finally:
         sql.db.close()
 
 
-class Floor(NamedTuple):
+class RunningFloor(NamedTuple):
     """A running floor (the hello world, or the served floor)."""
 
     name: str
@@ -342,14 +345,15 @@ class Floor(NamedTuple):
 
 @contextlib.contextmanager
 def floors(server_db: str, served_db: str, sizes: dict[str, int],
-           args: argparse.Namespace) -> Iterator[tuple[Floor, Floor]]:
+           args: argparse.Namespace
+           ) -> Iterator[tuple[RunningFloor, RunningFloor]]:
     """The HTTP floor and the served floor (on ``served_db``) answering
     bodies of ``sizes``, both warmed up."""
     with hello_world(server_db, sizes, args) as (hello_pid, hello), \
             hello_world(server_db, sizes, args, served_db) as (
                 served_pid, served):
-        yield (Floor("the HTTP floor", hello_pid, hello),
-               Floor("the served floor", served_pid, served))
+        yield (RunningFloor("the HTTP floor", hello_pid, hello),
+               RunningFloor("the served floor", served_pid, served))
 
 
 def walks(endpoint: str, args: argparse.Namespace) -> dict[str, float]:
@@ -422,7 +426,7 @@ def enrolled(db: str, nodes: int, workdir: str) -> None:
 
 
 def measure_database(kind: str, args: argparse.Namespace) -> dict[str, Any]:
-    """Server, HTTP floor and SQL floor on one kind of database."""
+    """The server and its floors on one kind of database."""
     workdir = tempfile.mkdtemp(prefix="baremetal-alloc-floor-")
     # The served floor is warmed up twice (it is started again with the
     # size of a list), with creates.
