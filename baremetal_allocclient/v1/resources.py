@@ -33,8 +33,15 @@ def _parse_bool(value: Any) -> bool:
     return value
 
 
+#: The parsers that return a value of this exact type unchanged: such a
+#: value is taken as it is, without calling the parser (most fields of
+#: an item of a list are strings).
+_UNCHANGED: dict[Parser, type] = {_parse_str: str, _parse_bool: bool}
+
+
 def _parse_str_tuple(value: Any) -> tuple[str, ...]:
-    if not isinstance(value, list | tuple):
+    # A tuple of types: `list | tuple` would build a union at every call.
+    if not isinstance(value, (list, tuple)):
         raise TypeError(f"expected a list, got {type(value).__name__}")
     for item in value:
         _parse_str(item)
@@ -51,7 +58,8 @@ def _parse_mapping(value: Any) -> Mapping[str, Any]:
 
 
 def _parse_links(value: Any) -> tuple[Mapping[str, Any], ...]:
-    if not isinstance(value, list | tuple):
+    # A tuple of types: `list | tuple` would build a union at every call.
+    if not isinstance(value, (list, tuple)):
         raise TypeError(f"expected a list, got {type(value).__name__}")
     return tuple(map(_parse_mapping, value))
 
@@ -144,15 +152,21 @@ class _Resource:
             InvalidResponse: ``data`` is not an object or a field has the
                 wrong type.
         """
-        if not isinstance(data, Mapping):
+        if type(data) is not dict and not isinstance(data, Mapping):
             raise base_errors.InvalidResponse(
                 f"Expected a {cls.RESOURCE} object, got "
                 f"{type(data).__name__}"
             )
-        values: dict[str, Any] = {}
-        for name, wire, parser in _parsers(cls):
+        # What ``cls(**values)`` makes, without the frozen dataclass's
+        # ``__init__`` (an ``object.__setattr__`` per field, a third of
+        # the cost of an item of a list): its defaults, then the values.
+        values = dict(_defaults(cls))
+        for name, wire, parser, plain in _parsers(cls):
             raw = data.get(wire)
             if raw is None:
+                continue
+            if type(raw) is plain:  # already what the parser returns
+                values[name] = raw
                 continue
             try:
                 values[name] = parser(raw)
@@ -162,11 +176,8 @@ class _Resource:
                     f"in server response: {exc}"
                 ) from exc
         values["raw"] = types.MappingProxyType(dict(data))
-        # What ``cls(**values)`` makes, without the frozen dataclass's
-        # ``__init__`` (an ``object.__setattr__`` per field, a third of
-        # the cost of an item of a list): its defaults, then the values.
         resource = object.__new__(cls)
-        resource.__dict__.update(_defaults(cls), **values)
+        resource.__dict__.update(values)
         return resource
 
     def to_dict(self) -> dict[str, Any]:
@@ -193,7 +204,8 @@ def _field_specs(cls: type[_Resource]) -> tuple[FieldSpec, ...]:
 
 #: Each resource class's field defaults and parsers, built on first use.
 _DEFAULTS: dict[type[_Resource], dict[str, Any]] = {}
-_PARSERS: dict[type[_Resource], tuple[tuple[str, str, Parser], ...]] = {}
+_PARSERS: dict[type[_Resource],
+               tuple[tuple[str, str, Parser, type | None], ...]] = {}
 
 
 def _defaults(cls: type[_Resource]) -> dict[str, Any]:
@@ -209,13 +221,15 @@ def _defaults(cls: type[_Resource]) -> dict[str, Any]:
     return defaults
 
 
-def _parsers(cls: type[_Resource]) -> tuple[tuple[str, str, Parser], ...]:
-    """(name, wire name, parser) of each field: the table as
-    :meth:`_Resource.from_wire` reads it for every item of a list."""
+def _parsers(cls: type[_Resource]
+             ) -> tuple[tuple[str, str, Parser, type | None], ...]:
+    """(name, wire name, parser, the type it returns unchanged) of each
+    field: the table as :meth:`_Resource.from_wire` reads it for every
+    item of a list."""
     parsers = _PARSERS.get(cls)
     if parsers is None:
         parsers = _PARSERS[cls] = tuple(
-            (spec.name, spec.wire, spec.parser)
+            (spec.name, spec.wire, spec.parser, _UNCHANGED.get(spec.parser))
             for spec in _field_specs(cls))
     return parsers
 
