@@ -64,6 +64,9 @@ COLLECTIONS: tuple[tuple[str, int], ...] = (
 )
 
 _VERSION_RE = re.compile(r"^(\d+)\.(\d+)$")
+_SUPPORTED = (
+    f"The supported version range is: [{MIN_VERSION}, {MAX_VERSION}]."
+)
 
 
 class VersionError(Exception):
@@ -84,18 +87,15 @@ def parse(header: str | None) -> Version:
     if match is None:
         raise VersionError(f"Invalid value for {HEADER} header")
     version = Version(int(match.group(1)), int(match.group(2)))
-    supported = (
-        f"The supported version range is: [{MIN_VERSION}, {MAX_VERSION}]."
-    )
     if version.major != MAX_VERSION.major:
         raise VersionError(
             f"Mutually exclusive versions requested. Version {version} "
-            f"requested but not supported by this service. {supported}"
+            f"requested but not supported by this service. {_SUPPORTED}"
         )
     if not MIN_VERSION <= version <= MAX_VERSION:
         raise VersionError(
             f"Version {version} was requested but the minor version is not "
-            f"supported by this service. {supported}"
+            f"supported by this service. {_SUPPORTED}"
         )
     return version
 
