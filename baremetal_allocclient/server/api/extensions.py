@@ -10,6 +10,8 @@ request opted in.  Wire format: doc/source/howto/choosing-nodes.rst.
 
 from __future__ import annotations
 
+import functools
+
 from baremetal_allocclient import constraints
 from baremetal_allocclient.server.api.context import Context
 
@@ -17,10 +19,13 @@ from baremetal_allocclient.server.api.context import Context
 QUEUE = "queue"
 
 
-def requested(header: str | None) -> set[str]:
-    """Extension names in an ``X-Baremetal-Alloc-Extensions`` value."""
-    return {part.strip().lower() for part in (header or "").split(",")
-            if part.strip()}
+@functools.lru_cache(maxsize=16)
+def requested(header: str | None) -> frozenset[str]:
+    """Extension names in an ``X-Baremetal-Alloc-Extensions`` value
+    (parsed once per value: a request asks several times, and clients
+    send the same few values)."""
+    return frozenset(part.strip().lower() for part in (header or "").split(",")
+                     if part.strip())
 
 
 def constraints_requested(ctx: Context) -> bool:

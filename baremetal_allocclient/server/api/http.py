@@ -79,15 +79,22 @@ class Headers:
         self._environ = environ
 
     def get(self, name: str, default: str | None = None) -> str | None:
-        key = name.upper().replace("-", "_")
-        if key not in ("CONTENT_TYPE", "CONTENT_LENGTH"):
-            key = "HTTP_" + key
-        value = self._environ.get(key)
+        value = self._environ.get(_environ_key(name))
         return default if value is None else str(value)
 
     def getlist(self, name: str) -> list[str]:
         value = self.get(name)
         return [] if value is None else [value]
+
+
+@functools.lru_cache(maxsize=64)
+def _environ_key(name: str) -> str:
+    """The WSGI environment's key of a header (made once per name: the
+    names come from the code, a few dozen)."""
+    key = name.upper().replace("-", "_")
+    if key in ("CONTENT_TYPE", "CONTENT_LENGTH"):
+        return key
+    return "HTTP_" + key
 
 
 @functools.lru_cache(maxsize=64)
