@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 import requests
 import testtools
 
+from baremetal_allocclient.tests.fixtures.launcher import answers
 from baremetal_allocclient.v1 import versions
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -104,11 +105,8 @@ class _DocsServer(testtools.TestCase):
             if cls.server.poll() is not None:
                 raise AssertionError(f"{cls.SERVE} exited: "
                                      f"{cls.server_log()}")
-            try:
-                if requests.get(cls.endpoint + "/", timeout=2).ok:
-                    return
-            except requests.ConnectionError:
-                pass
+            if answers(cls.endpoint + "/", timeout=2):
+                return
             time.sleep(0.1)
         raise AssertionError(f"server did not answer: {cls.server_log()}")
 

@@ -25,6 +25,7 @@ from sqlalchemy.engine import make_url
 from baremetal_allocclient.tests.fixtures import preforked
 from baremetal_allocclient.tests.fixtures.launcher import (
     SERVER,
+    answers,
     free_port,
 )
 
@@ -47,11 +48,9 @@ class _Serve:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise AssertionError(f"serve exited: {self.output()}")
-            try:
-                requests.get(f"http://127.0.0.1:{port}/", timeout=2)
+            if answers(f"http://127.0.0.1:{port}/", timeout=2):
                 return
-            except requests.ConnectionError:
-                time.sleep(0.1)
+            time.sleep(0.1)
         raise AssertionError(f"serve did not answer on {port}: "
                              f"{self.output()}")
 
