@@ -112,7 +112,8 @@ class AllocationRenderer:
     ``last_error`` carries the selection funnel when one was recorded.
     Everything but the allocation is decided once, for rendering many:
     the shown fields become one ``%`` template over the texts
-    :func:`_field_texts` returns (and which of them it shows).
+    :func:`_field_texts` returns (and which of them it shows), and
+    another over a usual row's values as they are (:meth:`row`).
     """
 
     def __init__(self, base_url: str, minor: int,
@@ -131,17 +132,50 @@ class AllocationRenderer:
             json_text.string(f"{base_url}/v1/allocations/")[:-1],
             json_text.string(f"{base_url}/allocations/")[:-1])
         self._funnel = funnel
+        self._usual = _usual_template(names, self._hrefs)
 
     def __call__(self, allocation: AllocationRecord,
                  node_uuid: str | None) -> str:
         """An allocation (ORM object or row), read by attribute."""
-        return self.row((*(getattr(allocation, name)
-                           for name in lookups.ALLOCATION_VIEW_COLUMNS),
-                         node_uuid))
+        return self._written((*(getattr(allocation, name)
+                                for name in lookups.ALLOCATION_VIEW_COLUMNS),
+                              node_uuid))
 
     def row(self, row: Sequence[Any]) -> str:
         """A row of ``lookups.allocation_rows``, read by position (the
-        fast way: a list renders a thousand)."""
+        fast way: a list renders a thousand).
+
+        A usual row, as every database writes one (both timestamps
+        stored with their microseconds, other than zero; its JSON
+        columns, always text here, other than ``null``; no funnel
+        recorded), is written by one ``%`` of :func:`_usual_template`
+        over the values as they are; any other as :meth:`__call__`
+        writes it.  Both write the same text (``test_json_text``)."""
+        (uuid, created, updated, candidates, extra, traits, last_error,
+         funnel_error, name, owner, resource_class, state, node_uuid) = row
+        try:
+            usual = (len(created) == 26 == len(updated)
+                     and created[20:] != "000000" != updated[20:]
+                     and candidates != "null" and extra != "null"
+                     and traits != "null" and funnel_error is None)
+        except TypeError:  # a timestamp not text, or NULL
+            usual = False
+        if usual:
+            string = json_text.string
+            quoted_uuid = string(uuid)
+            return self._usual % (
+                quoted_uuid, created[:10], created[11:], updated[:10],
+                updated[11:], candidates, extra,
+                "null" if last_error is None else string(last_error),
+                "null" if name is None else string(name),
+                "null" if owner is None else string(owner),
+                "null" if resource_class is None else string(resource_class),
+                string(state), traits, quoted_uuid[1:], quoted_uuid[1:],
+                "null" if node_uuid is None else string(node_uuid))
+        return self._written(row)
+
+    def _written(self, row: Sequence[Any]) -> str:
+        """Any allocation's values, in the order of ``row``."""
         texts = _field_texts(self._funnel, self._hrefs, *row)
         return self._template % (
             texts if self._shown is None else self._shown(texts))
@@ -154,6 +188,34 @@ _FIELDS = (
     "last_error", "name", "owner", "resource_class", "state", "traits",
     "links", "node_uuid",
 )
+
+
+#: How :func:`_usual_template` writes the fields that are not one
+#: ``%s`` of a JSON text: a timestamp from the date and the time of its
+#: stored text, the links from the quoted UUID without its first quote.
+_USUAL_PIECES = {
+    "created_at": '"%sT%s+00:00"',
+    "updated_at": '"%sT%s+00:00"',
+    "links": '[{{"href": {0}%s, "rel": "self"}}, '
+             '{{"href": {1}%s, "rel": "bookmark"}}]',
+}
+
+
+def _usual_template(shown: Sequence[str], hrefs: tuple[str, str]) -> str:
+    """The ``%`` template of :meth:`AllocationRenderer.row`'s usual rows:
+    every field of :data:`_FIELDS` takes its arguments in that order; a
+    field not ``shown`` takes them too, and writes nothing (``%.0s``)."""
+    escaped = tuple(href.replace("%", "%%") for href in hrefs)
+    pieces: list[str] = []
+    separator = ""
+    for name in _FIELDS:
+        value = _USUAL_PIECES.get(name, "%s").format(*escaped)
+        if name in shown:
+            pieces.append(f'{separator}"{name}": {value}')
+            separator = ", "
+        else:
+            pieces.append("%.0s" * value.count("%s"))
+    return "{" + "".join(pieces) + "}"
 
 
 def _field_texts(
@@ -169,13 +231,7 @@ def _field_texts(
     """The JSON text of every field in :data:`_FIELDS`, in that order,
     for a renderer's ``funnel`` and links (``hrefs``), from an
     allocation's values in the order of
-    ``lookups.ALLOCATION_VIEW_COLUMNS`` and its node's UUID.
-
-    This runs for every row of a list, so the common cases are inline:
-    a stored JSON text is copied when it is a string other than
-    ``null`` (anything else goes through ``json_text.stored``), and a
-    timestamp's text is sliced as :func:`_time` slices it.
-    """
+    ``lookups.ALLOCATION_VIEW_COLUMNS`` and its node's UUID."""
     string = json_text.string
     stored = json_text.stored
     quoted_uuid = string(uuid)
@@ -183,25 +239,16 @@ def _field_texts(
         last_error = funnel_error
     return (
         quoted_uuid,
-        # The stored text, as _time writes it (inline: two a row).
-        f'"{created_at[:10]}T{created_at[11:]}+00:00"'
-        if type(created_at) is str and len(created_at) == 26
-        and created_at[20:] != "000000" else _time(created_at),
-        f'"{updated_at[:10]}T{updated_at[11:]}+00:00"'
-        if type(updated_at) is str and len(updated_at) == 26
-        and updated_at[20:] != "000000" else _time(updated_at),
-        candidate_nodes
-        if type(candidate_nodes) is str and candidate_nodes != "null"
-        else stored(candidate_nodes, "[]"),
-        extra if type(extra) is str and extra != "null"
-        else stored(extra, "{}"),
+        _time(created_at),
+        _time(updated_at),
+        stored(candidate_nodes, "[]"),
+        stored(extra, "{}"),
         "null" if last_error is None else string(last_error),
         "null" if name is None else string(name),
         "null" if owner is None else string(owner),
         "null" if resource_class is None else string(resource_class),
         string(state),
-        traits if type(traits) is str and traits != "null"
-        else stored(traits, "[]"),
+        stored(traits, "[]"),
         f'[{{"href": {hrefs[0]}{quoted_uuid[1:]}, "rel": "self"}}, '
         f'{{"href": {hrefs[1]}{quoted_uuid[1:]}, "rel": "bookmark"}}]',
         "null" if node_uuid is None else string(node_uuid),

@@ -151,6 +151,72 @@ class AllocationRendererTests(testtools.TestCase):
                  for name in lookups.ALLOCATION_VIEW_COLUMNS), node_uuid)
         self.assertEqual(expected, render.row(row))
 
+    @settings(max_examples=300, derandomize=True)
+    @given(fields=st.none() | st.lists(st.sampled_from(views._FIELDS)),
+           minor=st.sampled_from([59, 60, 100]), funnel=st.booleans(),
+           created=st.datetimes() | st.datetimes().map(
+               lambda moment: moment.replace(microsecond=0)),
+           updated=st.none() | st.datetimes() | st.datetimes().map(
+               lambda moment: moment.replace(microsecond=0)),
+           funnel_error=st.none() | st.text(max_size=4),
+           texts=st.lists(st.none() | st.text(max_size=4), min_size=4,
+                          max_size=4),
+           node_uuid=st.none() | st.uuids().map(str))
+    def test_a_row_is_written_as_its_allocation_is(
+            self, fields: list[str] | None, minor: int, funnel: bool,
+            created: datetime.datetime, updated: datetime.datetime | None,
+            funnel_error: str | None,
+            texts: list[str | None], node_uuid: str | None) -> None:
+        # A list's rows, usual (as the databases store them) or not
+        # (a timestamp with no microseconds or none at all, a funnel, a
+        # JSON column stored as null), in every selection of fields at
+        # the versions with and without owner.
+        last_error, name, owner, resource_class = texts
+        for stored_null in (None, "candidate_nodes", "extra", "traits"):
+            self._check_row(fields, minor, funnel, stored_null, node_uuid,
+                            created_at=created, updated_at=updated,
+                            last_error=last_error, name=name, owner=owner,
+                            resource_class=resource_class,
+                            funnel_error=funnel_error)
+
+    def _check_row(self, fields: list[str] | None, minor: int,
+                   funnel: bool, stored_null: str | None,
+                   node_uuid: str | None, **values: Any) -> None:
+        allocation = _orm_like(
+            uuid="8b3a1c9e-%s-4d56", candidate_nodes=["n\u00e9"],
+            extra={"%(a)s": "\"%"}, traits=["CUSTOM_A"], state="active",
+            **values)
+        stored = _as_stored(allocation)
+        if stored_null is not None:
+            setattr(stored, stored_null, "null")
+            setattr(allocation, stored_null, None)
+        base = 'http://h\u00e9"%s:1'
+        render = views.AllocationRenderer(base, minor, fields, funnel)
+        view = _expected(allocation, node_uuid, base, funnel)
+        expected = json.dumps({
+            key: value for key, value in view.items()
+            if (fields is None or key in fields or key == "links")
+            and (key != "owner" or minor >= 60)})
+        row = (*(getattr(stored, name)
+                 for name in lookups.ALLOCATION_VIEW_COLUMNS), node_uuid)
+        self.assertEqual(expected, render.row(row))
+        self.assertEqual(expected, render(stored, node_uuid))
+
+    def test_timestamps_stored_in_other_forms(self) -> None:
+        # Text no driver of ours writes (SQLite's CURRENT_TIMESTAMP, a
+        # shorter fraction) is read as the time it says.
+        render = views.AllocationRenderer("http://h", 100)
+        for text, shown in (
+                ("2026-11-26 01:02:03", "2026-11-26T01:02:03+00:00"),
+                ("2026-11-26 01:02:03.5",
+                 "2026-11-26T01:02:03.500000+00:00")):
+            stored = _as_stored(_orm_like(
+                updated_at=datetime.datetime(2026, 11, 26, 1, 2, 3, 4)))
+            stored.created_at = text
+            row = (*(getattr(stored, name)
+                     for name in lookups.ALLOCATION_VIEW_COLUMNS), None)
+            self.assertEqual(shown, json.loads(render.row(row))["created_at"])
+
     def test_rows_are_read_in_the_order_they_are_selected(self) -> None:
         self.assertEqual(
             [*lookups.ALLOCATION_VIEW_COLUMNS, "node_uuid"],
