@@ -5,7 +5,11 @@ Pure decisions, so the policy is table-testable.  Only failures that say
 reached the server, so even a POST is safe to repeat) and Ironic's 409
 "node is locked" (a conductor holds the node for a moment).  Every other 409
 (name or UUID in use, node in the wrong state) is deterministic and is
-raised at once; 500 is not retried because a POST may have taken effect.
+raised at once.  A 500 is not retried because a POST may have taken
+effect, with one exception: Ironic on SQLite answers a write that met
+another's lock with a 500 saying "database is locked", which a ``GET``,
+``HEAD`` or ``DELETE`` repeats (a ``DELETE`` that did take effect is
+then a 404, which a release ignoring missing allocations takes as done).
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ import re
 from collections.abc import Iterator
 
 _LOCKED_RE = re.compile(r"\bis locked\b|\block(ed)? by\b", re.IGNORECASE)
+_DATABASE_LOCKED = "database is locked"  # SQLite's own words
+_REPEATABLE = frozenset({"GET", "HEAD", "DELETE"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,12 +48,16 @@ class RetryPolicy:
 NO_RETRIES = RetryPolicy(max_retries=0)
 
 
-def is_transient_status(status_code: int, message: str | None) -> bool:
-    """Tell whether an HTTP error is worth retrying unchanged."""
+def is_transient_status(status_code: int, message: str | None,
+                        method: str = "POST") -> bool:
+    """Tell whether an HTTP error to a ``method`` request is worth
+    retrying unchanged."""
     if status_code == 503:
         return True
     if status_code == 409:
         return bool(message and _LOCKED_RE.search(message))
+    if status_code == 500 and method.upper() in _REPEATABLE:
+        return bool(message and _DATABASE_LOCKED in message)
     return False
 
 

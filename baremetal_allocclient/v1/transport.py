@@ -420,7 +420,7 @@ class Transport:
                 attempt.unknown = True
             message, _doc = exceptions.parse_error_body(response.content)
             if not retries.is_transient_status(
-                response.status_code, message
+                response.status_code, message, method
             ):
                 return response
             delay = next(delays, None)

@@ -19,7 +19,7 @@ class TransientTest(testtools.TestCase):
             (409, "An allocation with UUID a1 already exists.", False),
             (409, "Node n1 is in state active, cannot delete", False),
             (409, None, False),
-            (500, "database is locked", False),
+            (500, "database is locked", False),  # a POST
             (502, None, False),
             (404, None, False),
             (400, "is locked", False),
@@ -28,6 +28,22 @@ class TransientTest(testtools.TestCase):
             self.assertEqual(expected,
                              retries.is_transient_status(status, message),
                              (status, message))
+
+    def test_sqlite_locked_is_repeated_where_a_repeat_is_harmless(
+            self) -> None:
+        # Ironic on SQLite, a write meeting another's lock.
+        locked = ("(sqlite3.OperationalError) database is locked [SQL: "
+                  "DELETE FROM allocations WHERE allocations.id = ?]")
+        for method, expected in (("DELETE", True), ("delete", True),
+                                 ("GET", True), ("HEAD", True),
+                                 ("POST", False), ("PATCH", False),
+                                 ("PUT", False)):
+            self.assertEqual(expected, retries.is_transient_status(
+                500, locked, method), method)
+        for other in (None, "", "Internal Server Error",
+                      "node is locked by host c1"):
+            self.assertFalse(retries.is_transient_status(500, other,
+                                                         "DELETE"), other)
 
     def test_delays(self) -> None:
         self.assertEqual([0.25, 0.5, 1.0],

@@ -303,6 +303,27 @@ class RetryTest(ClientTestCase):
         self.client.delete_allocation("a1")
         self.assertEqual(2, len(self.history))
 
+    def test_sqlite_lock_of_ironic_is_retried_on_delete(self) -> None:
+        # Ironic on SQLite: a write that met another's lock is a 500.
+        locked = fakes.ironic_error(
+            "(sqlite3.OperationalError) database is locked")
+        self.mock.delete(ALLOCS + "/a1", [
+            {"status_code": 500, "json": locked}, {"status_code": 204}])
+        self.assertTrue(self.client.delete_allocation("a1"))
+        self.assertEqual(2, len(self.history))
+        # The first DELETE may have been applied: the repeat finds the
+        # allocation gone, which ignore_missing takes as released.
+        self.mock.delete(ALLOCS + "/a2", [
+            {"status_code": 500, "json": locked},
+            {"status_code": 404, "json": fakes.ironic_error("gone")}])
+        self.assertFalse(self.client.delete_allocation(
+            "a2", ignore_missing=True))
+        # A create is not repeated: it may have been stored.
+        self.mock.post(ALLOCS, status_code=500, json=locked)
+        self.assertRaises(exceptions.ServerError,
+                          self.client.create_allocation, "rc")
+        self.assertEqual(5, len(self.history))
+
     def test_deterministic_conflict_is_not_retried(self) -> None:
         self.mock.post(ALLOCS, status_code=409, json=fakes.ironic_error(
             "An allocation with name web-1 already exists."))
