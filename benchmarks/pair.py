@@ -5,8 +5,10 @@ running the code of the tree ``DIR`` (a ``git worktree`` of the commit
 before a change, put first on ``PYTHONPATH``), one this tree's, each on
 its own fresh fleet; then ``--rounds`` alternating rounds of
 ``--creates`` creates with ``Prefer: wait`` sent to each in turn, and
-the same for ``--gets`` polls.  The figure is the server process's CPU
-per request (as :mod:`benchmarks.floor` measures it); the table gives
+the same for ``--gets`` polls and ``--lists`` lists of every
+allocation made (at most 1,000, the server's largest page).  The
+figure is the server process's CPU per request (as
+:mod:`benchmarks.floor` measures it); the table gives
 each side's median over the rounds and the median of the rounds'
 after/before ratios, which a change of the machine's load during the
 run moves little, since both sides of a ratio were measured a moment
@@ -41,6 +43,9 @@ from typing import Any
 
 from benchmarks import floor, reference
 
+LIST_LIMIT = 1000  # the server's largest page
+KINDS = ("create", "get", "list")
+
 
 @contextlib.contextmanager
 def database(kind: str) -> Iterator[str]:
@@ -71,14 +76,17 @@ def code_of(tree: str | None) -> Iterator[None]:
 def sender(kind: str, client: floor.Client, uuids: list[str]
            ) -> Callable[[int], None]:
     """What sends request ``i`` of ``kind``: a create (its allocation
-    joins ``uuids``), or a poll of one of ``uuids``."""
+    joins ``uuids``), a poll of one of ``uuids``, or a list of them."""
     def create(_index: int) -> None:
         uuids.append(client.create())
 
     def poll(index: int) -> None:
         client.get(uuids[index % len(uuids)])
 
-    return create if kind == "create" else poll
+    def listing(_index: int) -> None:
+        client.list(min(len(uuids), LIST_LIMIT))
+
+    return {"create": create, "get": poll, "list": listing}[kind]
 
 
 def measure(args: argparse.Namespace, urls: tuple[str, str]
@@ -104,8 +112,9 @@ def measure(args: argparse.Namespace, urls: tuple[str, str]
                    for s in servers]
         made = [[c.create() for _ in range(floor.WARMUP)] for c in clients]
         samples: dict[str, dict[str, list[float]]] = {
-            kind: {"before": [], "after": []} for kind in ("create", "get")}
-        for kind, count in (("create", args.creates), ("get", args.gets)):
+            kind: {"before": [], "after": []} for kind in KINDS}
+        for kind, count in zip(KINDS, (args.creates, args.gets, args.lists),
+                               strict=True):
             for _round in range(args.rounds):
                 for side, server, client, uuids in zip(
                         ("before", "after"), servers, clients, made,
@@ -141,6 +150,8 @@ def main() -> int:
                         help="creates per round and side")
     parser.add_argument("--gets", type=int, default=300,
                         help="polls per round and side")
+    parser.add_argument("--lists", type=int, default=10,
+                        help="lists per round and side")
     parser.add_argument("--kept", type=int, default=0,
                         help="active allocations of deployed nodes in each "
                              "fleet before measuring (a fleet in use)")
