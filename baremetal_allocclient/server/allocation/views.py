@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from baremetal_allocclient.server.api import json_text, versions
@@ -59,7 +59,8 @@ def check_allocation_fields(
 class AllocationRecord(Protocol):
     """What rendering reads of an allocation: an ORM ``Allocation``, or a
     row of :func:`~baremetal_allocclient.server.db.lookups.allocation_rows`
-    whose JSON columns are the text they were stored as."""
+    whose JSON columns and timestamps are JSON text (the JSON columns as
+    they were stored)."""
 
     @property
     def uuid(self) -> str: ...
@@ -88,12 +89,15 @@ class AllocationRecord(Protocol):
 
 
 def _time(value: datetime.datetime | str | None) -> str:
-    """A stored timestamp (naive UTC: a ``datetime``, or the text
-    ``YYYY-MM-DD HH:MM:SS.ffffff`` the database writes for
-    ``lookups.timestamp_text``) as the JSON text of Ironic's ISO 8601
-    with offset."""
+    """A timestamp as the JSON text of Ironic's ISO 8601 with offset.  A
+    row's is that text already on PostgreSQL and MariaDB, and on SQLite
+    the text it stores, ``YYYY-MM-DD HH:MM:SS.ffffff``, or None
+    (``lookups.timestamp_json``); an ORM object's is a ``datetime``,
+    naive UTC."""
     if isinstance(value, str):
-        if len(value) == 26 and value[20:] != "000000":  # sliced as is
+        if value[0] == '"' or value == "null":
+            return value
+        if value[20:] != "000000":  # a fraction (or none): sliced as is
             return f'"{value[:10]}T{value[11:]}+00:00"'
         value = datetime.datetime.fromisoformat(value)
     if type(value) is datetime.datetime and value.tzinfo is None:
@@ -105,15 +109,14 @@ def _time(value: datetime.datetime | str | None) -> str:
 class AllocationRenderer:
     """Renders allocations as Ironic does at ``minor``, each straight to
     JSON text (``json.dumps`` of the view, byte for byte): the JSON
-    columns are copied as stored, not decoded and encoded again.
+    columns and the timestamps are copied as the database wrote them,
+    not decoded and encoded again.
 
     ``fields`` limits the fields (``links`` always stays); with
     ``funnel`` (the request opted into the constraints extension)
     ``last_error`` carries the selection funnel when one was recorded.
     Everything but the allocation is decided once, for rendering many:
-    the shown fields become one ``%`` template over the texts
-    :func:`_field_texts` returns (and which of them it shows), and
-    another over a usual row's values as they are (:meth:`row`).
+    the shown fields become one ``%`` template (:func:`_template`).
     """
 
     def __init__(self, base_url: str, minor: int,
@@ -122,94 +125,81 @@ class AllocationRenderer:
         names = allocation_fields(minor)
         if fields is not None:
             names = [n for n in names if n in fields or n == "links"]
-        self._template = "{" + ", ".join(
-            f'"{name}": %s' for name in names) + "}"
-        shown = tuple(_FIELDS.index(name) for name in names)
-        self._shown: Callable[[tuple[str, ...]], tuple[str, ...]] | None = (
-            None if shown == tuple(range(len(_FIELDS)))
-            else lambda texts: tuple(texts[i] for i in shown))
-        self._hrefs = (
+        self._template = _template(names, (
             json_text.string(f"{base_url}/v1/allocations/")[:-1],
-            json_text.string(f"{base_url}/allocations/")[:-1])
+            json_text.string(f"{base_url}/allocations/")[:-1]))
         self._funnel = funnel
-        self._usual = _usual_template(names, self._hrefs)
 
     def __call__(self, allocation: AllocationRecord,
                  node_uuid: str | None) -> str:
         """An allocation (ORM object or row), read by attribute."""
-        return self._written((*(getattr(allocation, name)
-                                for name in lookups.ALLOCATION_VIEW_COLUMNS),
-                              node_uuid))
+        values = (*(getattr(allocation, name)
+                    for name in lookups.ALLOCATION_VIEW_COLUMNS), node_uuid)
+        return self._template % _arguments(self._funnel, *values)
 
     def row(self, row: Sequence[Any]) -> str:
-        """A row of ``lookups.allocation_rows``, read by position (the
-        fast way: a list renders a thousand).
+        """A row of ``lookups.allocation_rows``, read by position: what
+        :func:`_arguments` does, inline (a list renders a thousand).
 
-        A usual row, as every database writes one (both timestamps
-        stored with their microseconds, other than zero; its JSON
-        columns, always text here, other than ``null``; no funnel
-        recorded), is written by one ``%`` of :func:`_usual_template`
-        over the values as they are; any other as :meth:`__call__`
-        writes it.  Both write the same text (``test_json_text``)."""
+        On PostgreSQL and MariaDB every value is JSON text but the
+        strings it quotes.  SQLite's rows have the text SQLite stores
+        (``lookups.timestamp_json``, ``lookups.json_or_default``): a
+        usual one (timestamps with a fraction other than zero, no JSON
+        ``null``) has its timestamps sliced here, any other goes
+        through :func:`_arguments`."""
         (uuid, created, updated, candidates, extra, traits, last_error,
          funnel_error, name, owner, resource_class, state, node_uuid) = row
-        try:
-            usual = (len(created) == 26 == len(updated)
-                     and created[20:] != "000000" != updated[20:]
-                     and candidates != "null" and extra != "null"
-                     and traits != "null" and funnel_error is None)
-        except TypeError:  # a timestamp not text, or NULL
-            usual = False
-        if usual:
-            string = json_text.string
-            quoted_uuid = string(uuid)
-            return self._usual % (
-                quoted_uuid, created[:10], created[11:], updated[:10],
-                updated[11:], candidates, extra,
-                "null" if last_error is None else string(last_error),
-                "null" if name is None else string(name),
-                "null" if owner is None else string(owner),
-                "null" if resource_class is None else string(resource_class),
-                string(state), traits, quoted_uuid[1:], quoted_uuid[1:],
-                "null" if node_uuid is None else string(node_uuid))
-        return self._written(row)
-
-    def _written(self, row: Sequence[Any]) -> str:
-        """Any allocation's values, in the order of ``row``."""
-        texts = _field_texts(self._funnel, self._hrefs, *row)
+        if created[0] != '"':  # as SQLite stores them
+            try:
+                usual = (created[20:] != "000000" != updated[20:]
+                         and candidates != "null" and extra != "null"
+                         and traits != "null")
+            except TypeError:  # updated_at is NULL
+                usual = False
+            if not usual:
+                return self._template % _arguments(self._funnel, *row)
+            created = f'"{created[:10]}T{created[11:]}+00:00"'
+            updated = f'"{updated[:10]}T{updated[11:]}+00:00"'
+        if funnel_error and self._funnel:
+            last_error = funnel_error
+        string = json_text.string
+        quoted_uuid = string(uuid)
         return self._template % (
-            texts if self._shown is None else self._shown(texts))
+            quoted_uuid, created, updated, candidates, extra,
+            "null" if last_error is None else string(last_error),
+            "null" if name is None else string(name),
+            "null" if owner is None else string(owner),
+            "null" if resource_class is None else string(resource_class),
+            string(state), traits, quoted_uuid[1:], quoted_uuid[1:],
+            "null" if node_uuid is None else string(node_uuid))
 
 
 #: Every field a view can show, in Ironic's order: the order of the
-#: texts :func:`_field_texts` returns.
+#: arguments :func:`_arguments` returns.
 _FIELDS = (
     "uuid", "created_at", "updated_at", "candidate_nodes", "extra",
     "last_error", "name", "owner", "resource_class", "state", "traits",
     "links", "node_uuid",
 )
-
-
-#: How :func:`_usual_template` writes the fields that are not one
-#: ``%s`` of a JSON text: a timestamp from the date and the time of its
-#: stored text, the links from the quoted UUID without its first quote.
-_USUAL_PIECES = {
-    "created_at": '"%sT%s+00:00"',
-    "updated_at": '"%sT%s+00:00"',
+#: How :func:`_template` writes the value of a field that is not one
+#: ``%s`` of a JSON text: the links, from the quoted UUID without its
+#: first quote (twice).
+_PIECES = {
     "links": '[{{"href": {0}%s, "rel": "self"}}, '
              '{{"href": {1}%s, "rel": "bookmark"}}]',
 }
 
 
-def _usual_template(shown: Sequence[str], hrefs: tuple[str, str]) -> str:
-    """The ``%`` template of :meth:`AllocationRenderer.row`'s usual rows:
-    every field of :data:`_FIELDS` takes its arguments in that order; a
-    field not ``shown`` takes them too, and writes nothing (``%.0s``)."""
+def _template(shown: Sequence[str], hrefs: tuple[str, str]) -> str:
+    """The ``%`` template of a view showing the fields ``shown``, with
+    links starting ``hrefs`` (JSON text, open): every field of
+    :data:`_FIELDS` takes its arguments in that order, and a field not
+    shown takes them too and writes nothing (``%.0s``)."""
     escaped = tuple(href.replace("%", "%%") for href in hrefs)
     pieces: list[str] = []
     separator = ""
     for name in _FIELDS:
-        value = _USUAL_PIECES.get(name, "%s").format(*escaped)
+        value = _PIECES.get(name, "%s").format(*escaped)
         if name in shown:
             pieces.append(f'{separator}"{name}": {value}')
             separator = ", "
@@ -218,8 +208,8 @@ def _usual_template(shown: Sequence[str], hrefs: tuple[str, str]) -> str:
     return "{" + "".join(pieces) + "}"
 
 
-def _field_texts(
-    funnel: bool, hrefs: tuple[str, str],
+def _arguments(
+    funnel: bool,
     uuid: str, created_at: datetime.datetime | str,
     updated_at: datetime.datetime | str | None,
     candidate_nodes: str | list[str] | None,
@@ -228,9 +218,8 @@ def _field_texts(
     funnel_error: str | None, name: str | None, owner: str | None,
     resource_class: str | None, state: str, node_uuid: str | None,
 ) -> tuple[str, ...]:
-    """The JSON text of every field in :data:`_FIELDS`, in that order,
-    for a renderer's ``funnel`` and links (``hrefs``), from an
-    allocation's values in the order of
+    """The arguments of :func:`_template` for a renderer's ``funnel``,
+    from an allocation's values in the order of
     ``lookups.ALLOCATION_VIEW_COLUMNS`` and its node's UUID."""
     string = json_text.string
     stored = json_text.stored
@@ -249,8 +238,8 @@ def _field_texts(
         "null" if resource_class is None else string(resource_class),
         string(state),
         stored(traits, "[]"),
-        f'[{{"href": {hrefs[0]}{quoted_uuid[1:]}, "rel": "self"}}, '
-        f'{{"href": {hrefs[1]}{quoted_uuid[1:]}, "rel": "bookmark"}}]',
+        quoted_uuid[1:],
+        quoted_uuid[1:],
         "null" if node_uuid is None else string(node_uuid),
     )
 

@@ -17,6 +17,7 @@ from sqlalchemy import (
     Text,
     bindparam,
     delete,
+    literal_column,
     select,
     text,
     update,
@@ -91,60 +92,100 @@ def allocation_by_ident(
     return found
 
 
-#: The JSON columns an allocation's view shows: answers copy them as
-#: the text they were stored as (``api.json_text``).
-_SHOWN_JSON = frozenset({"candidate_nodes", "extra", "traits"})
-#: The timestamps it shows: read as text (:class:`timestamp_text`).
+#: The JSON columns an allocation's view shows, with the text shown for
+#: SQL NULL and JSON ``null``: answers copy them as the text they were
+#: stored as (``api.json_text``).
+_SHOWN_JSON = {"candidate_nodes": "[]", "extra": "{}", "traits": "[]"}
+#: The timestamps it shows: as JSON text (:class:`timestamp_json`).
 _SHOWN_TIMES = frozenset({"created_at", "updated_at"})
 
 
-def stored_json(column: Any) -> Any:
+def stored_json(column: Any, default: str | None = None) -> Any:
     """A JSON column as the text it was stored as, not decoded (the
     ``json`` type keeps its input text on PostgreSQL, MariaDB and
-    SQLite; PostgreSQL's driver decodes it unless it is cast)."""
-    return sql_cast(column, Text).label(column.key)
+    SQLite; PostgreSQL's driver decodes it unless it is cast); with
+    ``default`` (JSON text), that text for JSON ``null`` on PostgreSQL
+    and MariaDB (:class:`json_or_default`)."""
+    stored: Any = sql_cast(column, Text)
+    if default is not None:
+        stored = json_or_default(stored, literal_column(f"'{default}'"))
+    return stored.label(column.key)
 
 
-class timestamp_text(FunctionElement[str]):
-    """A naive UTC timestamp column as text, ``YYYY-MM-DD
-    HH:MM:SS.ffffff``, written by the database: SQLite stores that very
-    text (the column is read as it is), PostgreSQL writes it with
-    ``to_char`` and MariaDB with ``DATE_FORMAT``.  Neither the driver
-    nor SQLAlchemy then parses a ``datetime`` that an answer only writes
-    out again (``allocation.views`` slices the text)."""
+class json_or_default(FunctionElement[str]):
+    """``json_or_default(text, default)``: the JSON text, or ``default``
+    where it is JSON ``null``, written by PostgreSQL and MariaDB; on
+    SQLite the text as it is (``allocation.views`` writes the default:
+    SQLite's functions, run in the server's process, cost it more)."""
 
     type = String()
     inherit_cache = True
-    name = "timestamp_text"
+    name = "json_or_default"
 
 
-@compiles(timestamp_text)
-def _timestamp_as_stored(element: timestamp_text, compiler: Any,
+@compiles(json_or_default)
+def _json_as_stored(element: json_or_default, compiler: Any,
+                    **kw: Any) -> str:
+    stored, _default = element.clauses
+    return str(compiler.process(stored, **kw))
+
+
+@compiles(json_or_default, "postgresql")
+@compiles(json_or_default, "mysql")
+def _json_or_default(element: json_or_default, compiler: Any,
+                     **kw: Any) -> str:
+    stored, default = (compiler.process(clause, **kw)
+                       for clause in element.clauses)
+    return f"COALESCE(NULLIF({stored}, 'null'), {default})"
+
+
+class timestamp_json(FunctionElement[str]):
+    """A naive UTC timestamp column as the JSON text of Ironic's ISO 8601
+    with offset (``"2026-11-26T01:02:03.000004+00:00"``, no fraction
+    when it is zero, as ``datetime.isoformat`` writes it; ``null`` for
+    NULL), written by PostgreSQL (``to_char``) and MariaDB
+    (``DATE_FORMAT``); on SQLite the text it stores, ``YYYY-MM-DD
+    HH:MM:SS.ffffff`` (NULL for NULL), which ``allocation.views`` writes
+    as that JSON text: SQLite's string functions, run in the server's
+    process, cost it more than Python's slicing.  Neither the driver nor
+    SQLAlchemy then parses a ``datetime`` that an answer only writes out
+    again."""
+
+    type = String()
+    inherit_cache = True
+    name = "timestamp_json"
+
+
+@compiles(timestamp_json)
+def _timestamp_as_stored(element: timestamp_json, compiler: Any,
                          **kw: Any) -> str:
     return str(compiler.process(*element.clauses, **kw))
 
 
-@compiles(timestamp_text, "postgresql")
-def _timestamp_to_char(element: timestamp_text, compiler: Any,
+@compiles(timestamp_json, "postgresql")
+def _timestamp_to_char(element: timestamp_json, compiler: Any,
                        **kw: Any) -> str:
     column = compiler.process(*element.clauses, **kw)
-    return f"to_char({column}, 'YYYY-MM-DD HH24:MI:SS.US')"
+    return (f"COALESCE('\"' || REPLACE(to_char({column}, "
+            f"'YYYY-MM-DD\"T\"HH24:MI:SS.US'), '.000000', '') "
+            f"|| '+00:00\"', 'null')")
 
 
-@compiles(timestamp_text, "mysql")
-def _timestamp_date_format(element: timestamp_text, compiler: Any,
+@compiles(timestamp_json, "mysql")
+def _timestamp_date_format(element: timestamp_json, compiler: Any,
                            **kw: Any) -> str:
     column = compiler.process(*element.clauses, **kw)
     # text() doubles the percent signs where the driver's paramstyle
-    # needs it (pymysql's "format").
-    template = compiler.process(text("'%Y-%m-%d %H:%i:%s.%f'"), **kw)
-    return f"DATE_FORMAT({column}, {template})"
+    # needs it (pymysql's "format"); CONCAT, as || is OR there.
+    template = compiler.process(text("'%Y-%m-%dT%H:%i:%s.%f'"), **kw)
+    return (f"COALESCE(CONCAT('\"', REPLACE(DATE_FORMAT({column}, "
+            f"{template}), '.000000', ''), '+00:00\"'), 'null')")
 
 
 def shown_timestamp(column: Any) -> Any:
-    """A timestamp column as :class:`timestamp_text` (labelled as the
+    """A timestamp column as :class:`timestamp_json` (labelled as the
     column), for the views of reads."""
-    return timestamp_text(column).label(column.key)
+    return timestamp_json(column).label(column.key)
 
 
 def _as_shown(column: Any) -> Any:
@@ -152,7 +193,7 @@ def _as_shown(column: Any) -> Any:
     as stored text, its timestamps as text the database writes, the
     others as they are."""
     if column.key in _SHOWN_JSON:
-        return stored_json(column)
+        return stored_json(column, _SHOWN_JSON[column.key])
     if column.key in _SHOWN_TIMES:
         return shown_timestamp(column)
     return column
@@ -190,14 +231,22 @@ def allocation_from_row(row: Any) -> Allocation:
     """An ORM allocation (not tracked by any session) built from a row
     of :func:`allocation_for_reading`, without the JSON columns its view
     shows (they are text there) and with its timestamps as ``datetime``
-    (SQLite's driver returns text)."""
+    (the row has them as JSON text)."""
     values = row._asdict()
     for name in ("node_uuid", *_SHOWN_JSON):
         values.pop(name, None)
     for name in _SHOWN_TIMES:
-        if isinstance(values[name], str):
-            values[name] = datetime.datetime.fromisoformat(values[name])
+        values[name] = _datetime(values[name])
     return Allocation(**values)
+
+
+def _datetime(shown: str | None) -> datetime.datetime | None:
+    """A timestamp as :class:`timestamp_json` selects it, as a naive UTC
+    ``datetime``."""
+    if shown is None or shown == "null":
+        return None
+    moment = datetime.datetime.fromisoformat(shown.strip('"'))
+    return moment.replace(tzinfo=None)
 
 
 #: What an allocation's view shows, in the order of the columns of

@@ -11,12 +11,16 @@ decoded value would have given, on each database's own ``json`` type.
 
 from __future__ import annotations
 
+import datetime
 import json
+import operator
 from typing import Any, ClassVar
 
 import requests
+import sqlalchemy
 import testtools
 
+from baremetal_allocclient.server.db.models import Allocation
 from baremetal_allocclient.tests.fixtures import inprocess
 from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
 from baremetal_allocclient.tests.functional.multiprocess import _databases
@@ -37,6 +41,7 @@ class _AnswersAsStored:
     """Mixin; ``kind`` names the database."""
 
     kind: ClassVar[str]
+    db_url: ClassVar[str]
     server: ClassVar[InProcessServer]
     nodes: ClassVar[list[Any]]
 
@@ -45,6 +50,7 @@ class _AnswersAsStored:
         super().setUpClass()  # type: ignore[misc]
         scratch = _databases.ScratchDatabase(cls.kind)
         cls.addClassCleanup(scratch.drop)  # type: ignore[attr-defined]
+        cls.db_url = scratch.url
         cls.server = inprocess.serve_for_class(cls, db_url=scratch.url)
         cls.nodes = cls.server.make_nodes(
             3, RC, traits=["CUSTOM_B", "CUSTOM_A"])
@@ -117,6 +123,55 @@ class _AnswersAsStored:
         for each in page["allocations"]:
             test.assertEqual(({}, [], []), (
                 each["extra"], each["traits"], each["candidate_nodes"]))
+
+
+    def test_timestamps_and_json_nulls(self) -> None:
+        # Rows as a read selects them on this database: timestamps with
+        # a fraction, with none (Ironic writes no ".000000"), NULL; JSON
+        # columns stored as JSON null, answered as their defaults.
+        times = {
+            "fraction": (datetime.datetime(2026, 1, 2, 3, 4, 5, 6),
+                         datetime.datetime(2026, 1, 2, 3, 4, 5, 999999)),
+            "whole": (datetime.datetime(2026, 1, 2, 3, 4, 5), None),
+        }
+        made = {}
+        for name in times:
+            created = self.answer(201, "POST", "/v1/allocations", {
+                "resource_class": "none-such", "name": f"times-{name}"})
+            self.server.wait_allocation(created["uuid"])
+            made[name] = created["uuid"]
+        engine = sqlalchemy.create_engine(self.db_url)
+        try:
+            with engine.begin() as conn:
+                for name, (created_at, updated_at) in times.items():
+                    conn.execute(sqlalchemy.update(Allocation).where(
+                        Allocation.uuid == made[name]).values(
+                        created_at=created_at, updated_at=updated_at))
+                conn.execute(sqlalchemy.text(
+                    "UPDATE allocations SET extra = 'null', traits = 'null',"
+                    " candidate_nodes = 'null' WHERE uuid = :uuid"),
+                    {"uuid": made["whole"]})
+        finally:
+            engine.dispose()
+        listed = {a["uuid"]: a for a in self.answer(
+            200, "GET", "/v1/allocations?resource_class=none-such"
+        )["allocations"]}
+        test: Any = self
+
+        def shown(moment: datetime.datetime | None) -> str | None:
+            if moment is None:
+                return None
+            if self.kind == "mysql":  # DATETIME keeps whole seconds
+                moment = moment.replace(microsecond=0)
+            return moment.isoformat() + "+00:00"
+
+        for name, (created_at, updated_at) in times.items():
+            one = self.answer(200, "GET", f"/v1/allocations/{made[name]}")
+            test.assertEqual(one, listed[made[name]])
+            test.assertEqual((shown(created_at), shown(updated_at)),
+                             (one["created_at"], one["updated_at"]))
+        test.assertEqual(({}, [], []), operator.itemgetter(
+            "extra", "traits", "candidate_nodes")(listed[made["whole"]]))
 
 
 class SQLiteAnswersAsStored(_AnswersAsStored, testtools.TestCase):

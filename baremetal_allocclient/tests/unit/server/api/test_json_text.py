@@ -5,12 +5,14 @@ from __future__ import annotations
 import datetime
 import inspect
 import json
+import operator
 import types
 from typing import Any
 
 import testtools
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sqlalchemy import String, bindparam, create_engine, select
 from sqlalchemy.dialects import sqlite
 
 from baremetal_allocclient.server.allocation import views
@@ -71,21 +73,35 @@ def _orm_like(**values: Any) -> Any:
 
 
 _SQLITE_TIME = sqlite.DATETIME().bind_processor(sqlite.dialect())
+_SQLITE = create_engine("sqlite://")
+_SHOWN_TIME = select(lookups.timestamp_json(bindparam("at", type_=String)))
+_SHOWN_JSON = {default: select(lookups.stored_json(
+    bindparam("at", type_=String), default)) for default in ("[]", "{}")}
+
+
+def _selected(query: Any, stored: str | None) -> str | None:
+    """What ``query`` selects of a value stored on SQLite as ``stored``
+    (the expression a read selects, run by SQLite)."""
+    with _SQLITE.connect() as conn:
+        selected: str | None = conn.execute(
+            query, {"at": stored}).scalar_one()
+        return selected
 
 
 def _as_stored(allocation: Any) -> Any:
-    """The same allocation as a row of stored JSON text, its naive
-    timestamps as the text SQLite stores (SQLAlchemy's own format, which
-    ``lookups.timestamp_text`` reads back on SQLite and has PostgreSQL
-    and MariaDB write)."""
-    def stored_time(value: datetime.datetime | None) -> Any:
-        if value is None or value.tzinfo is not None:
-            return value
-        return _SQLITE_TIME(value)
+    """The same allocation as a row of ``lookups.allocation_rows`` has
+    it on SQLite: what a read selects of its JSON columns stored as
+    text, and of its timestamps (naive UTC, as the server writes them)
+    stored as SQLite stores them (SQLAlchemy's own format).  PostgreSQL
+    and MariaDB select other text: ``test_answers_as_stored``."""
+    def stored_time(value: datetime.datetime | None) -> str:
+        return _selected(_SHOWN_TIME, None if value is None else _SQLITE_TIME(
+            value.replace(tzinfo=None)))
     return types.SimpleNamespace(**{
         **vars(allocation),
-        **{k: json.dumps(getattr(allocation, k))
-           for k in ("candidate_nodes", "extra", "traits")},
+        **{k: _selected(_SHOWN_JSON[default], json.dumps(getattr(
+            allocation, k))) for k, default in (
+                ("candidate_nodes", "[]"), ("extra", "{}"), ("traits", "[]"))},
         **{k: stored_time(getattr(allocation, k))
            for k in ("created_at", "updated_at")}})
 
@@ -167,10 +183,9 @@ class AllocationRendererTests(testtools.TestCase):
             created: datetime.datetime, updated: datetime.datetime | None,
             funnel_error: str | None,
             texts: list[str | None], node_uuid: str | None) -> None:
-        # A list's rows, usual (as the databases store them) or not
-        # (a timestamp with no microseconds or none at all, a funnel, a
-        # JSON column stored as null), in every selection of fields at
-        # the versions with and without owner.
+        # A list's rows (a timestamp with no fraction or none at all, a
+        # funnel or not, a JSON column stored as null), in every
+        # selection of fields at the versions with and without owner.
         last_error, name, owner, resource_class = texts
         for stored_null in (None, "candidate_nodes", "extra", "traits"):
             self._check_row(fields, minor, funnel, stored_null, node_uuid,
@@ -186,10 +201,9 @@ class AllocationRendererTests(testtools.TestCase):
             uuid="8b3a1c9e-%s-4d56", candidate_nodes=["n\u00e9"],
             extra={"%(a)s": "\"%"}, traits=["CUSTOM_A"], state="active",
             **values)
-        stored = _as_stored(allocation)
-        if stored_null is not None:
-            setattr(stored, stored_null, "null")
+        if stored_null is not None:  # stored as JSON null
             setattr(allocation, stored_null, None)
+        stored = _as_stored(allocation)
         base = 'http://h\u00e9"%s:1'
         render = views.AllocationRenderer(base, minor, fields, funnel)
         view = _expected(allocation, node_uuid, base, funnel)
@@ -202,20 +216,23 @@ class AllocationRendererTests(testtools.TestCase):
         self.assertEqual(expected, render.row(row))
         self.assertEqual(expected, render(stored, node_uuid))
 
-    def test_timestamps_stored_in_other_forms(self) -> None:
-        # Text no driver of ours writes (SQLite's CURRENT_TIMESTAMP, a
-        # shorter fraction) is read as the time it says.
+    def test_timestamps_as_sqlite_stores_them(self) -> None:
+        # SQLAlchemy's text, with a fraction of zero, and SQLite's own
+        # CURRENT_TIMESTAMP (no fraction): each is written as the time
+        # it says, as datetime.isoformat writes it.
         render = views.AllocationRenderer("http://h", 100)
-        for text, shown in (
-                ("2026-11-26 01:02:03", "2026-11-26T01:02:03+00:00"),
-                ("2026-11-26 01:02:03.5",
-                 "2026-11-26T01:02:03.500000+00:00")):
-            stored = _as_stored(_orm_like(
-                updated_at=datetime.datetime(2026, 11, 26, 1, 2, 3, 4)))
-            stored.created_at = text
-            row = (*(getattr(stored, name)
-                     for name in lookups.ALLOCATION_VIEW_COLUMNS), None)
-            self.assertEqual(shown, json.loads(render.row(row))["created_at"])
+        for stored, shown in (
+                ("2026-11-26 01:02:03.000004",
+                 "2026-11-26T01:02:03.000004+00:00"),
+                ("2026-11-26 01:02:03.000000", "2026-11-26T01:02:03+00:00"),
+                ("2026-11-26 01:02:03", "2026-11-26T01:02:03+00:00")):
+            row = _as_stored(_orm_like())
+            row.created_at = row.updated_at = _selected(_SHOWN_TIME, stored)
+            for view in (render(row, None), render.row(
+                    (*(getattr(row, name)
+                       for name in lookups.ALLOCATION_VIEW_COLUMNS), None))):
+                self.assertEqual((shown, shown), operator.itemgetter(
+                    "created_at", "updated_at")(json.loads(view)))
 
     def test_rows_are_read_in_the_order_they_are_selected(self) -> None:
         self.assertEqual(
@@ -223,7 +240,7 @@ class AllocationRendererTests(testtools.TestCase):
             [c.name for c in lookups.allocation_rows().selected_columns])
         self.assertEqual(
             [*lookups.ALLOCATION_VIEW_COLUMNS, "node_uuid"],
-            list(inspect.signature(views._field_texts).parameters)[2:])
+            list(inspect.signature(views._arguments).parameters)[1:])
 
     def test_fields_and_versions(self) -> None:
         allocation = _orm_like(owner="p")
