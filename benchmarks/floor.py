@@ -26,6 +26,15 @@ in one run:
   back in one thread, caches warm; one request at a time, through the
   front end, the same statements cost more, as the server's own do.
 
+* **the database's backends** (PostgreSQL): the CPU the backends
+  connected to the server's database, to the SQL floor's and to the
+  served floor's used during each of their rounds.  On SQLite the
+  database's work is done in the process that asks, and counted there;
+  on PostgreSQL the figures above leave it out, so a server that asked
+  the database to do more of its work would look cheaper than it is:
+  the second ratio, (server + its backends) / (HTTP + SQL + its
+  backend), counts it on both sides.
+
 * **the SDK's iterator**: with the server still up, the client's CPU
   walking every allocation in pages of ``--list-size`` through
   ``Client.list_allocations`` against bare ``requests`` GETs plus
@@ -227,23 +236,74 @@ def shares(total: int, rounds: int) -> list[int]:
 PARTS = ("server", "http", "sql", "served")
 
 
+class DatabaseCpu:
+    """CPU seconds used so far by the PostgreSQL backends connected to
+    the database of ``url`` (read from ``pg_stat_activity`` through a
+    connection of its own to another database, and from their
+    ``schedstat``).  On SQLite there is none: its work is done in the
+    process that asks, and counted there."""
+
+    def __init__(self, url: str) -> None:
+        self.name = url.rpartition("/")[2]
+        import psycopg
+
+        admin = (os.environ.get(reference.PG_URL_ENV)
+                 or reference.DEFAULT_PG_ADMIN_URL)
+        admin = admin.replace("postgresql+psycopg://", "postgresql://")
+        self.conn = psycopg.connect(admin, autocommit=True)
+
+    def seconds(self) -> float:
+        rows = self.conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = %s",
+            (self.name,)).fetchall()
+        return sum(_scheduler_ns(pid) for (pid,) in rows) / 1e9
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+@contextlib.contextmanager
+def database_cpu(kind: str, urls: tuple[str, ...]
+                 ) -> Iterator[tuple[DatabaseCpu | None, ...]]:
+    """A :class:`DatabaseCpu` for each of ``urls`` on PostgreSQL; Nones
+    on SQLite."""
+    if kind != "postgresql":
+        yield tuple(None for _ in urls)
+        return
+    readers = tuple(DatabaseCpu(url) for url in urls)
+    try:
+        yield readers
+    finally:
+        for reader in readers:
+            reader.close()
+
+
 class Rounds:
     """Per-request CPU ms of the server and of its floors, measured in
     alternating rounds of one kind of request, so that the machine's
     load drifting during a run weighs on all of them alike."""
 
-    def __init__(self) -> None:
+    def __init__(self, databases: dict[str, DatabaseCpu | None]) -> None:
+        self.databases = databases
         self.samples: dict[str, dict[str, list[float]]] = {
-            part: {kind: [] for kind in KINDS} for part in PARTS}
+            name: {kind: [] for kind in KINDS}
+            for part in PARTS for name in (part, part + "_db")}
 
     def run(self, kind: str, total: int, rounds: int,
             measures: dict[str, Callable[[int], float]]) -> None:
         """``total`` requests of ``kind`` in ``rounds``; each of
         ``measures`` (one per part) sends its share and returns its CPU
-        ms per request."""
+        ms per request.  The CPU of the part's database backends in the
+        same while (``databases``; 0 where there are none) goes in
+        ``<part>_db``."""
         for count in shares(total, rounds):
             for part in PARTS:
+                database = self.databases.get(part)
+                before = database.seconds() if database else 0.0
                 self.samples[part][kind].append(measures[part](count))
+                used = database.seconds() - before if database else 0.0
+                self.samples[part + "_db"][kind].append(
+                    used * 1000.0 / count)
 
     def medians(self, part: str) -> dict[str, float]:
         return {kind: statistics.median(values)
@@ -260,12 +320,25 @@ class Rounds:
         """Per kind, the median over rounds of server / served floor."""
         return self._ratios_to(self.samples["served"])
 
-    def _ratios_to(self, floors: dict[str, list[float]]
+    def ratios_with_databases(self) -> dict[str, float]:
+        """Per kind, the median over rounds of (server + its database's
+        backends) / (HTTP + SQL + the SQL floor's backend)."""
+        def total(*parts: str) -> dict[str, list[float]]:
+            return {kind: [sum(values) for values in zip(
+                *(self.samples[part][kind] for part in parts),
+                strict=True)] for kind in KINDS}
+        return self._ratios_to(total("http", "sql", "sql_db"),
+                               total("server", "server_db"))
+
+    def _ratios_to(self, floors: dict[str, list[float]],
+                   measured: dict[str, list[float]] | None = None
                    ) -> dict[str, float]:
-        """Per kind, the median of each round's server / ``floors``."""
+        """Per kind, the median of each round's ``measured`` (the
+        server's CPU) / ``floors``."""
+        measured = measured or self.samples["server"]
         return {kind: statistics.median(
             server / floor for server, floor in zip(
-                self.samples["server"][kind], floors[kind], strict=True))
+                measured[kind], floors[kind], strict=True))
             for kind in KINDS}
 
 
@@ -276,8 +349,18 @@ def measure_rounds(db: tuple[str, str, str], args: argparse.Namespace,
     rounds of the server (``server_pid``, ``client``) and its floors
     (``db``: the server's, the SQL floor's and the served floor's
     databases); the rounds and the sizes of the server's answers."""
+    kind = "sqlite" if db[0].startswith("sqlite") else "postgresql"
+    with database_cpu(kind, db) as readers:
+        return _measure_rounds(
+            db, args, server_pid, client, uuids,
+            Rounds(dict(zip(("server", "sql", "served"), readers,
+                            strict=True))))
+
+
+def _measure_rounds(db: tuple[str, str, str], args: argparse.Namespace,
+                    server_pid: int, client: Client, uuids: list[str],
+                    rounds: Rounds) -> tuple[Rounds, dict[str, int]]:
     server_db, floor_db, served_db = db
-    rounds = Rounds()
     sql = floor_sql.Floor(floor_db, RC)
     try:
         floor_uuids = [str(uuidlib.uuid4())
@@ -450,8 +533,12 @@ def measure_database(kind: str, args: argparse.Namespace) -> dict[str, Any]:
                     "http_floor_ms": rounds.medians("http"),
                     "sql_floor_ms": rounds.medians("sql"),
                     "served_floor_ms": rounds.medians("served"),
+                    "database_cpu_ms": {
+                        part: rounds.medians(part + "_db")
+                        for part in ("server", "sql", "served")},
                     "ratio": rounds.ratios(),
                     "ratio_served": rounds.served_ratios(),
+                    "ratio_with_databases": rounds.ratios_with_databases(),
                     "rounds": rounds.samples,
                     "body_bytes": sizes,
                     "client_cpu_ms": walked,
@@ -479,6 +566,18 @@ def table(results: dict[str, dict[str, Any]], list_size: int) -> list[str]:
                 f"{server:>13.2f}  {http:>13.2f}  {sql:>12.2f}  "
                 f"{result['ratio'][request]:>5.1f}x  {served:>15.2f}  "
                 f"{result['ratio_served'][request]:>5.1f}x")
+    for kind, result in results.items():
+        if kind != "postgresql":
+            continue  # SQLite's work is in the process that asks
+        used = result["database_cpu_ms"]
+        for request in KINDS:
+            label = LABELS[request].format(size=f"{list_size:,}")
+            lines.append(
+                f"{kind}: {label}: the database's backends "
+                f"{used['server'][request]:.2f} ms for the server, "
+                f"{used['sql'][request]:.2f} ms for the SQL floor; "
+                f"(server + its backends) / (HTTP + SQL + its backend) "
+                f"{result['ratio_with_databases'][request]:.1f}x")
     for kind, result in results.items():
         walked = result["client_cpu_ms"]
         lines.append(
