@@ -63,6 +63,16 @@ class FloorBenchmarkTest(unittest.TestCase):
                                 for value in result[figure].values()))
         self.assertGreater(result["body_bytes"]["list"],
                            result["body_bytes"]["get"])
+        # PostgreSQL's backends are counted; SQLite's work is in the
+        # server's process, counted there.
+        backends = result["database_cpu_ms"]
+        for part in ("server", "sql"):
+            self.assertEqual(db == "postgresql", all(
+                value > 0 for value in backends[part].values()), backends)
+        self.assertEqual(db == "postgresql",
+                         "the database's backends" in stdout, stdout)
+        self.assertEqual({"create", "get", "list"},
+                         set(result["ratio_with_databases"]))
 
     def test_sqlite(self) -> None:
         self.run_floor("sqlite")
@@ -99,13 +109,14 @@ class PairBenchmarkTest(unittest.TestCase):
     def test_sqlite(self) -> None:
         stdout, output = run_benchmark(
             self, "benchmarks.pair", "--before", REPO, "--db", "sqlite",
-            "--rounds", "2", "--creates", "3", "--gets", "5")
+            "--rounds", "2", "--creates", "3", "--gets", "5", "--lists", "2")
         lines = [line.split() for line in stdout.splitlines()]
-        self.assertEqual([["sqlite", "create"], ["sqlite", "get"]],
-                         [line[:2] for line in lines], stdout)
+        self.assertEqual(
+            [["sqlite", "create"], ["sqlite", "get"], ["sqlite", "list"]],
+            [line[:2] for line in lines], stdout)
         with open(output) as stream:
             result = json.load(stream)["results"]["sqlite"]
-        for request in ("create", "get"):
+        for request in ("create", "get", "list"):
             figures = result[request]
             self.assertEqual(
                 (2, 2), (len(figures["rounds"]["before"]),
