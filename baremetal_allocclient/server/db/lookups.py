@@ -93,8 +93,8 @@ def allocation_by_ident(
 
 
 #: The JSON columns an allocation's view shows, with the text shown for
-#: SQL NULL and JSON ``null``: answers copy them as the text they were
-#: stored as (``api.json_text``).
+#: JSON ``null`` (:class:`json_or_default`): answers copy them as the
+#: text they were stored as (``api.json_text``).
 _SHOWN_JSON = {"candidate_nodes": "[]", "extra": "{}", "traits": "[]"}
 #: The timestamps it shows: as JSON text (:class:`timestamp_json`).
 _SHOWN_TIMES = frozenset({"created_at", "updated_at"})
@@ -231,7 +231,7 @@ def allocation_from_row(row: Any) -> Allocation:
     """An ORM allocation (not tracked by any session) built from a row
     of :func:`allocation_for_reading`, without the JSON columns its view
     shows (they are text there) and with its timestamps as ``datetime``
-    (the row has them as JSON text)."""
+    (the row has them as :class:`timestamp_json` selects them)."""
     values = row._asdict()
     for name in ("node_uuid", *_SHOWN_JSON):
         values.pop(name, None)
