@@ -59,8 +59,9 @@ def check_allocation_fields(
 class AllocationRecord(Protocol):
     """What rendering reads of an allocation: an ORM ``Allocation``, or a
     row of :func:`~baremetal_allocclient.server.db.lookups.allocation_rows`
-    whose JSON columns and timestamps are JSON text (the JSON columns as
-    they were stored)."""
+    whose JSON columns are the text they were stored as and whose
+    timestamps are what ``lookups.timestamp_json`` selects (JSON text, or
+    on SQLite the text it stores)."""
 
     @property
     def uuid(self) -> str: ...
