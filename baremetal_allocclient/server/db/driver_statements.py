@@ -36,7 +36,8 @@ the reads of one statement (``Database.statement_connection``) run on a
 ``Connection`` around it, whose transaction is begun and ended through
 the driver, as SQLAlchemy would (its ``Connection`` and transaction
 objects, events and reset cost more than the ``BEGIN`` and ``COMMIT``).
-Only statements of this module run on it.
+Only statements of this module run on it.  On SQLite the connection
+stays out of the pool between two such blocks (:class:`KeptConnection`).
 
 Three methods used here are SQLAlchemy's own, not its public API, as
 its ``Connection`` uses them: ``Pool._invalidate`` (a lost connection),
@@ -51,6 +52,7 @@ from __future__ import annotations
 import collections
 import functools
 import operator
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, NoReturn, cast
 
@@ -74,16 +76,19 @@ class DriverConnection:
     each statement its own (``transaction`` False): what
     :class:`DriverStatement` runs on, like a SQLAlchemy ``Connection``.
     :meth:`end` commits or rolls back and gives the connection back to
-    the pool."""
+    the pool, or to ``kept`` for the next block (:class:`KeptConnection`)."""
 
-    def __init__(self, engine: Engine, transaction: bool = True) -> None:
+    def __init__(self, engine: Engine, transaction: bool = True,
+                 kept: KeptConnection | None = None) -> None:
         self.dialect = engine.dialect
         self.engine = engine
         self._pool = engine.pool
+        self._kept = kept
         try:
             #: The pool's proxy of the DB-API connection (as a SQLAlchemy
             #: ``Connection.connection``).
-            self.connection: PoolProxiedConnection = engine.raw_connection()
+            self.connection: PoolProxiedConnection = (
+                engine.raw_connection() if kept is None else kept.take())
         except self.dialect.loaded_dbapi.Error as exc:
             raise _sqlalchemy_error(self.dialect, exc, None, None,
                                     self.dialect.is_disconnect(
@@ -124,9 +129,65 @@ class DriverConnection:
             if commit:
                 raise error from exc
             return
-        # Ended here: no rollback on the way back into the pool (a round
-        # trip on MariaDB), as for SQLAlchemy's own ``Connection``.
-        proxy._close_special(transaction_reset=True)
+        if self._kept is not None:
+            self._kept.give_back(proxy)
+        else:
+            checked_in(proxy)
+
+
+def checked_in(proxy: PoolProxiedConnection) -> None:
+    """Give a connection whose transaction has ended back to the pool.
+    Ended by the caller: no rollback on the way back into the pool (a
+    round trip on MariaDB), as for SQLAlchemy's own ``Connection``."""
+    proxy._close_special(transaction_reset=True)
+
+
+class KeptConnection:
+    """One pooled connection kept out of the pool between two
+    :class:`DriverConnection` blocks, for the next one to take.
+
+    Checking a connection out of SQLAlchemy's pool and back in (its
+    record, proxy, weak reference, queue and events) costs a SQLite
+    poll more than its statement
+    (``doc/source/internals/benchmarks.rst``), and a create has three
+    blocks.  The connection a block ended with, its transaction over,
+    is kept here instead, and the next block takes it (another thread's
+    block meanwhile takes one from the pool).  At most one is kept, and
+    never the pool's last: a connection given back while one is kept,
+    or while the pool has none left to hand out, goes back to the pool,
+    so a pool of one connection is never emptied by this one.  For
+    SQLite only: a kept connection is not pinged before it is used
+    again, and only a database server's connection can be lost while
+    it waits."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._lock = threading.Lock()
+        self._connection: PoolProxiedConnection | None = None
+
+    def take(self) -> PoolProxiedConnection:
+        """The kept connection, or else one from the pool."""
+        with self._lock:
+            kept, self._connection = self._connection, None
+        return kept if kept is not None else self._engine.raw_connection()
+
+    def give_back(self, proxy: PoolProxiedConnection) -> None:
+        """Keep ``proxy`` (its transaction ended) for the next block, or
+        check it in (see the class)."""
+        pool: Any = self._engine.pool  # (a QueuePool, no overflow)
+        with self._lock:
+            if self._connection is None and (
+                    pool.checkedout() < pool.size()):
+                self._connection = proxy
+                return
+        checked_in(proxy)
+
+    def close(self) -> None:
+        """Check the kept connection in (before the pool is disposed)."""
+        with self._lock:
+            kept, self._connection = self._connection, None
+        if kept is not None:
+            checked_in(kept)
 
 
 def _sqlalchemy_error(dialect: Dialect, exc: Exception, sql: str | None,

@@ -39,6 +39,7 @@ from sqlalchemy.orm import Session
 
 from baremetal_allocclient.server.db.driver_statements import (
     DriverConnection,
+    KeptConnection,
     driver_statement,
 )
 
@@ -402,6 +403,10 @@ class Database:
         if url.startswith(("mysql", "mariadb")):
             _mariadb_idle_timeout(self.engine)
         self._write_lock = threading.Lock()
+        #: SQLite: the driver's blocks (a create's, a poll's) hand their
+        #: connection to the next one instead of to the pool.
+        self._kept = (KeptConnection(self.engine) if self.is_sqlite
+                      else None)
 
     @contextlib.contextmanager
     def read(self) -> Iterator[Session]:
@@ -461,7 +466,8 @@ class Database:
         autocommit for the block, saving those two round trips).
         MariaDB keeps its implicit transaction, rolled back at the end:
         switching its autocommit costs a round trip each way."""
-        conn = DriverConnection(self.engine, transaction=False)
+        conn = DriverConnection(self.engine, transaction=False,
+                                kept=self._kept)
         autocommit = self.engine.dialect.name == "postgresql"
         try:
             if autocommit:
@@ -494,7 +500,7 @@ class Database:
     def _driver_transaction(self) -> Iterator[DriverConnection]:
         """A transaction on a :class:`DriverConnection`, committed when
         the block ends, rolled back when it raises."""
-        conn = DriverConnection(self.engine)
+        conn = DriverConnection(self.engine, kept=self._kept)
         try:
             if self.is_sqlite:
                 driver_statement(_BEGIN[True], conn.dialect).rowcount(
@@ -507,6 +513,8 @@ class Database:
 
     def dispose(self) -> None:
         """Close pooled connections."""
+        if self._kept is not None:
+            self._kept.close()
         self.engine.dispose()
 
     # -- schema --------------------------------------------------------

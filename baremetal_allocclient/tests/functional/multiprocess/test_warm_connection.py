@@ -8,13 +8,20 @@ another connection wrote, PostgreSQL's prepared statements belong to
 one connection, and a connection used a moment ago is not pinged
 (``PING_AFTER_IDLE``).  Each class runs on a scratch database of its
 kind.
+
+On SQLite the driver's blocks (a create's transactions, a poll's read)
+do not even give their connection back to the pool: the next block
+takes it where the last one left it (``KeptConnection``), one
+connection at most and never the pool's last.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import testtools
+from sqlalchemy import event
 
 from baremetal_allocclient.tests.functional.multiprocess import _databases
 
@@ -44,10 +51,59 @@ class _WarmConnection(_databases.MigratedPerClass):
 class SQLiteWarmConnection(_WarmConnection, testtools.TestCase):
     kind = "sqlite"
 
+    def checkouts_during(self, work: Any) -> int:
+        """How many connections the pool handed out while ``work()`` ran."""
+        counted = []
+        listener = lambda *_args: counted.append(1)  # noqa: E731
+        event.listen(self.db.engine, "checkout", listener)
+        try:
+            work()
+        finally:
+            event.remove(self.db.engine, "checkout", listener)
+        return len(counted)
 
-class PostgreSQLWarmConnection(_WarmConnection, testtools.TestCase):
-    kind = "postgresql"
+    def test_the_driver_blocks_go_on_without_the_pool(self) -> None:
+        def blocks() -> None:
+            for _ in range(5):
+                with self.db.write_connection():
+                    pass
+                with self.db.statement_connection():
+                    pass
 
+        blocks()  # a connection is kept from here on
+        self.assertEqual(0, self.checkouts_during(blocks))
+        # Any other block still takes the pool's (the kept one stays).
+        self.assertEqual(1, self.checkouts_during(
+            lambda: self.db.read_connection().__enter__().close()))
 
-class MySQLWarmConnection(_WarmConnection, testtools.TestCase):
-    kind = "mysql"
+    def test_one_connection_is_kept_at_most(self) -> None:
+        pool: Any = self.db.engine.pool
+        outer = self.db.statement_connection()
+        outer.__enter__()
+        with self.db.write_connection():  # another connection, meanwhile
+            pass
+        outer.__exit__(None, None, None)  # one is kept already
+        self.assertEqual(1, pool.checkedout())
+        self.db.dispose()  # gives the kept one back first
+        self.assertEqual(0, pool.checkedout())
+
+    def test_the_pools_last_connection_is_not_kept(self) -> None:
+        """With every other connection in use, a driver block gives its
+        connection back to the pool: a thread waiting there gets it."""
+        self.db.dispose()  # a new pool, nothing kept
+        pool: Any = self.db.engine.pool
+        held = [self.db.engine.raw_connection()
+                for _ in range(pool.size() - 1)]
+        with self.db.statement_connection():
+            self.assertEqual(pool.size(), pool.checkedout())
+        self.assertEqual(pool.size() - 1, pool.checkedout())
+        waiting = threading.Thread(
+            target=lambda: held.append(self.db.engine.raw_connection()))
+        waiting.start()
+        waiting.join(timeout=5)  # the pool's timeout is 10 s
+        self.assertFalse(waiting.is_alive())
+        for conn in held:
+            conn.close()
+        with self.db.statement_connection():
+            pass
+        self.assertEqual(1, pool.checkedout())  # kept again
