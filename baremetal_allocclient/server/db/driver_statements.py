@@ -36,8 +36,8 @@ the reads of one statement (``Database.statement_connection``) run on a
 ``Connection`` around it, whose transaction is begun and ended through
 the driver, as SQLAlchemy would (its ``Connection`` and transaction
 objects, events and reset cost more than the ``BEGIN`` and ``COMMIT``).
-Only statements of this module run on it.  On SQLite the connection
-stays out of the pool between two such blocks (:class:`KeptConnection`).
+Only statements of this module run on it.  Between two such blocks the
+connection stays out of the pool (:class:`KeptConnection`).
 
 Three methods used here are SQLAlchemy's own, not its public API, as
 its ``Connection`` uses them: ``Pool._invalidate`` (a lost connection),
@@ -53,9 +53,11 @@ import collections
 import functools
 import operator
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, NoReturn, cast
 
+from sqlalchemy import event
 from sqlalchemy.engine import Connection, Dialect, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import PoolProxiedConnection
@@ -142,34 +144,60 @@ def checked_in(proxy: PoolProxiedConnection) -> None:
     proxy._close_special(transaction_reset=True)
 
 
+#: ``info`` key of a kept connection: when it was kept (``time.monotonic``);
+#: checked in, it counts as returned to the pool then (``db.engine``).
+KEPT_AT = "baremetal_alloc_kept_at"
+
+
 class KeptConnection:
     """One pooled connection kept out of the pool between two
     :class:`DriverConnection` blocks, for the next one to take.
 
     Checking a connection out of SQLAlchemy's pool and back in (its
-    record, proxy, weak reference, queue and events) costs a SQLite
-    poll more than its statement
-    (``doc/source/internals/benchmarks.rst``), and a create has three
+    record, proxy, weak reference, queue and events) costs a poll more
+    than its statement on SQLite, and about as much on PostgreSQL
+    (``doc/source/internals/benchmarks.rst``); a create has three
     blocks.  The connection a block ended with, its transaction over,
     is kept here instead, and the next block takes it (another thread's
-    block meanwhile takes one from the pool).  At most one is kept, and
-    never the pool's last: a connection given back while one is kept,
-    or while the pool has none left to hand out, goes back to the pool,
-    so a pool of one connection is never emptied by this one.  For
-    SQLite only: a kept connection is not pinged before it is used
-    again, and only a database server's connection can be lost while
-    it waits."""
+    block meanwhile takes one from the pool).
 
-    def __init__(self, engine: Engine) -> None:
+    * At most one is kept, and never the pool's last: a connection given
+      back while one is kept, or while the pool has none left to hand
+      out, goes back to the pool, so a pool of one connection is never
+      emptied by this one.
+    * A kept connection is handed out as the pool would hand it out: one
+      kept longer than ``fresh_for`` seconds goes back to the pool, whose
+      checkout pings a connection that sat idle (``db.engine``,
+      ``PING_AFTER_IDLE``), and so does one kept while any of the pool's
+      connections was found lost (the pool then replaces those it handed
+      out before).  ``fresh_for`` None: no limit (SQLite, whose
+      connections cannot be lost).
+    """
+
+    def __init__(self, engine: Engine, fresh_for: float | None) -> None:
         self._engine = engine
+        self._fresh_for = fresh_for
         self._lock = threading.Lock()
         self._connection: PoolProxiedConnection | None = None
+        self._pool_invalidated = False
+        event.listen(engine, "invalidate", self._on_invalidate)
 
     def take(self) -> PoolProxiedConnection:
         """The kept connection, or else one from the pool."""
         with self._lock:
             kept, self._connection = self._connection, None
-        return kept if kept is not None else self._engine.raw_connection()
+            invalidated, self._pool_invalidated = self._pool_invalidated, False
+        if kept is None:
+            return self._engine.raw_connection()
+        if invalidated or (
+                self._fresh_for is not None and time.monotonic()
+                - kept.info[KEPT_AT] >= self._fresh_for):
+            # Back to the pool as if returned when it was kept: its
+            # checkout then pings it, or replaces it.
+            checked_in(kept)
+            return self._engine.raw_connection()
+        del kept.info[KEPT_AT]
+        return kept
 
     def give_back(self, proxy: PoolProxiedConnection) -> None:
         """Keep ``proxy`` (its transaction ended) for the next block, or
@@ -178,6 +206,7 @@ class KeptConnection:
         with self._lock:
             if self._connection is None and (
                     pool.checkedout() < pool.size()):
+                proxy.info[KEPT_AT] = time.monotonic()
                 self._connection = proxy
                 return
         checked_in(proxy)
@@ -188,6 +217,10 @@ class KeptConnection:
             kept, self._connection = self._connection, None
         if kept is not None:
             checked_in(kept)
+
+    def _on_invalidate(self, *_args: Any) -> None:
+        """A pooled connection was invalidated (found lost)."""
+        self._pool_invalidated = True
 
 
 def _sqlalchemy_error(dialect: Dialect, exc: Exception, sql: str | None,

@@ -38,6 +38,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session
 
 from baremetal_allocclient.server.db.driver_statements import (
+    KEPT_AT,
     DriverConnection,
     KeptConnection,
     driver_statement,
@@ -259,7 +260,10 @@ def _ping_when_idle(engine: Engine) -> None:
 
     @event.listens_for(engine, "checkin")
     def _on_checkin(_dbapi_conn: Any, record: Any) -> None:
-        record.info[_RETURNED] = time.monotonic()
+        # (A connection kept for the driver's blocks was last used when
+        # it was kept.)
+        record.info[_RETURNED] = record.info.pop(KEPT_AT, None) \
+            or time.monotonic()
 
     @event.listens_for(engine, "checkout")
     def _on_checkout(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
@@ -403,10 +407,10 @@ class Database:
         if url.startswith(("mysql", "mariadb")):
             _mariadb_idle_timeout(self.engine)
         self._write_lock = threading.Lock()
-        #: SQLite: the driver's blocks (a create's, a poll's) hand their
+        #: The driver's blocks (a create's, a poll's) hand their
         #: connection to the next one instead of to the pool.
-        self._kept = (KeptConnection(self.engine) if self.is_sqlite
-                      else None)
+        self._kept = KeptConnection(
+            self.engine, None if self.is_sqlite else PING_AFTER_IDLE)
 
     @contextlib.contextmanager
     def read(self) -> Iterator[Session]:
@@ -513,8 +517,7 @@ class Database:
 
     def dispose(self) -> None:
         """Close pooled connections."""
-        if self._kept is not None:
-            self._kept.close()
+        self._kept.close()
         self.engine.dispose()
 
     # -- schema --------------------------------------------------------

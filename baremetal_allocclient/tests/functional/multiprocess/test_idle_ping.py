@@ -10,6 +10,12 @@ is then run again on a fresh connection (200), a write answers 503
 "changed nothing" and stores nothing.  Each class runs on a scratch
 database of its kind; the connection is killed from a second one
 (``pg_terminate_backend``, ``KILL``).
+
+The driver's blocks keep their connection for the next block
+(``KeptConnection``) when the pool has more than one: each test runs
+with a pool of one connection (every block takes it from the pool) and
+with two (every block but the first takes the kept one), and a kept
+connection is dropped when the pool finds another one lost.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from unittest import mock
 
 import testtools
 from sqlalchemy import create_engine, literal_column, select, text
+from sqlalchemy.exc import DBAPIError
 
 from baremetal_allocclient.server.db import engine as db_engine
 from baremetal_allocclient.server.db.driver_statements import DriverStatement
@@ -37,6 +44,9 @@ _KILL = {"postgresql": "SELECT pg_terminate_backend({})",
 
 class _IdlePing:
     kind: ClassVar[str]
+    #: The pool's size: 1, every block takes the one pooled connection;
+    #: 2, the driver's blocks take the one they left (KeptConnection).
+    connections: ClassVar[int] = 1
     db: Database
 
     def setUp(self) -> None:
@@ -44,8 +54,8 @@ class _IdlePing:
         case: Any = self
         scratch = _databases.ScratchDatabase(self.kind)
         case.addCleanup(scratch.drop)
-        # One pooled connection: every block below gets the same one.
-        self.db = Database(scratch.url, max_connections=1)
+        # Every block below gets the same connection.
+        self.db = Database(scratch.url, max_connections=self.connections)
         case.addCleanup(self.db.dispose)
         self.db.upgrade()
         admin = create_engine(scratch.url, isolation_level="AUTOCOMMIT")
@@ -113,9 +123,48 @@ class _IdlePing:
         case.assertEqual([], listed.json["allocations"])
 
 
+class _KeptIdlePing(_IdlePing):
+    connections = 2
+
+    def test_kept_while_the_pool_found_one_lost_is_not_used(self) -> None:
+        """Both connections die (the database restarted, say); the pool
+        finds one lost, and the next block does not take the kept one,
+        however recently it was used (here nothing counts as idle)."""
+        case: Any = self
+        with mock.patch.object(db_engine, "PING_AFTER_IDLE", 3600):
+            self.db = Database(self.db.url, max_connections=2)
+            case.addCleanup(self.db.dispose)
+            kept = self.backend()
+            with self.db.engine.connect() as other:
+                pooled = other.scalar(text(
+                    f"SELECT {_BACKEND_ID[self.kind]}"))
+                self.kill(kept)
+                self.kill(pooled)
+                with case.assertRaises(DBAPIError) as lost:
+                    other.scalar(text("SELECT 1"))
+                case.assertTrue(lost.exception.connection_invalidated)
+            # A write, which fails on a lost connection (a read would be
+            # run again on another).
+            with self.db.write_connection() as conn:
+                written_on = DriverStatement(
+                    select(literal_column(_BACKEND_ID[self.kind])
+                           .label("id")),
+                    self.db.engine.dialect).first(conn, {}).id
+        case.assertNotIn(written_on, (kept, pooled))
+        case.assertEqual(0, self.do_ping.call_count)
+
+
 class PostgreSQLIdlePing(_IdlePing, testtools.TestCase):
     kind = "postgresql"
 
 
 class MariaDBIdlePing(_IdlePing, testtools.TestCase):
+    kind = "mysql"
+
+
+class PostgreSQLKeptIdlePing(_KeptIdlePing, testtools.TestCase):
+    kind = "postgresql"
+
+
+class MariaDBKeptIdlePing(_KeptIdlePing, testtools.TestCase):
     kind = "mysql"
