@@ -155,9 +155,9 @@ class KeptConnection:
 
     Checking a connection out of SQLAlchemy's pool and back in (its
     record, proxy, weak reference, queue and events) costs a poll more
-    than its statement on SQLite, and about as much on PostgreSQL
-    (``doc/source/internals/benchmarks.rst``); a create has three
-    blocks.  The connection a block ended with, its transaction over,
+    than its statement on SQLite, and half as much as its statement on
+    PostgreSQL (``doc/source/internals/benchmarks.rst``); a create has
+    three blocks.  The connection a block ended with, its transaction over,
     is kept here instead, and the next block takes it (another thread's
     block meanwhile takes one from the pool).
 
