@@ -170,7 +170,8 @@ class KeptConnection:
       checkout pings a connection that sat idle (``db.engine``,
       ``PING_AFTER_IDLE``), and so does one kept while any of the pool's
       connections was found lost (the pool then replaces those it handed
-      out before).  ``fresh_for`` None: no limit (SQLite, whose
+      out before), even if it was kept after another block took from the
+      pool.  ``fresh_for`` None: no limit (SQLite, whose
       connections cannot be lost).
     """
 
@@ -186,7 +187,11 @@ class KeptConnection:
         """The kept connection, or else one from the pool."""
         with self._lock:
             kept, self._connection = self._connection, None
-            invalidated, self._pool_invalidated = self._pool_invalidated, False
+            # The mark stays until it drops a kept connection: a block
+            # running meanwhile may yet keep one from before the loss.
+            invalidated = self._pool_invalidated and kept is not None
+            if invalidated:
+                self._pool_invalidated = False
         if kept is None:
             return self._engine.raw_connection()
         if invalidated or (

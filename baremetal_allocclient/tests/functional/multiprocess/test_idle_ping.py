@@ -154,6 +154,37 @@ class _KeptIdlePing(_IdlePing):
         case.assertEqual(0, self.do_ping.call_count)
 
 
+    def test_a_block_ending_after_the_pool_found_one_lost_is_not_kept(
+            self) -> None:
+        """A block still running when the pool finds a connection lost
+        (its own died too) ends after another block took from the pool:
+        its connection is not handed to the next write."""
+        case: Any = self
+        with mock.patch.object(db_engine, "PING_AFTER_IDLE", 3600):
+            self.db = Database(self.db.url, max_connections=3)
+            case.addCleanup(self.db.dispose)
+            backend_id = DriverStatement(
+                select(literal_column(_BACKEND_ID[self.kind]).label("id")),
+                self.db.engine.dialect)
+            running = self.db.statement_connection()
+            conn = running.__enter__()
+            late = backend_id.first(conn, {}).id
+            with self.db.engine.connect() as other:
+                pooled = other.scalar(text(
+                    f"SELECT {_BACKEND_ID[self.kind]}"))
+                self.kill(late)
+                self.kill(pooled)
+                with case.assertRaises(DBAPIError):
+                    other.scalar(text("SELECT 1"))
+            meanwhile = self.db.statement_connection()
+            meanwhile.__enter__()  # another thread's: nothing kept to take
+            running.__exit__(None, None, None)  # its statements were done
+            meanwhile.__exit__(None, None, None)
+            with self.db.write_connection() as conn:
+                written_on = backend_id.first(conn, {}).id
+        case.assertNotIn(written_on, (late, pooled))
+
+
 class PostgreSQLIdlePing(_IdlePing, testtools.TestCase):
     kind = "postgresql"
 
