@@ -14,6 +14,7 @@ used; correctness rests on the compare-and-set updates in
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 import time
@@ -43,6 +44,8 @@ from baremetal_allocclient.server.db.driver_statements import (
     KeptConnection,
     driver_statement,
 )
+
+LOG = logging.getLogger(__name__)
 
 #: The alembic script directory.
 MIGRATIONS = os.path.join(os.path.dirname(__file__), "migrations")
@@ -278,6 +281,29 @@ def _ping_when_idle(engine: Engine) -> None:
             raise
 
 
+def _rollback_on_return(engine: Engine) -> None:
+    """What the pool does to a connection given back without its
+    transaction ended by the caller (SQLAlchemy's ``reset_on_return``,
+    turned off in :class:`Database`): roll back.  A connection found lost
+    then (the database went away after the commit) is invalidated, so
+    that its next checkout connects afresh, with one warning line as for
+    any lost connection, instead of SQLAlchemy's error with a traceback."""
+    dialect = engine.dialect
+
+    @event.listens_for(engine, "reset")
+    def _on_reset(dbapi_conn: Any, record: Any, state: Any) -> None:
+        if state.transaction_was_reset:
+            return
+        try:
+            dialect.do_rollback(dbapi_conn)
+        except dialect.loaded_dbapi.Error as exc:
+            if not dialect.is_disconnect(exc, dbapi_conn, None):
+                raise
+            LOG.warning("Connection lost while returned to the pool: %s",
+                        short_reason(exc))
+            record.invalidate(exc)
+
+
 def _mariadb_idle_timeout(engine: Engine) -> None:
     """MariaDB's ``idle_transaction_timeout`` (MySQL has none)."""
 
@@ -367,6 +393,8 @@ class Database:
             # another one wrote, and one used a moment ago is not
             # pinged (see ``PING_AFTER_IDLE``).
             "pool_use_lifo": True,
+            # ``_rollback_on_return`` instead.
+            "pool_reset_on_return": None,
         }
         if url.startswith("postgresql"):
             # Keepalives notice a silently vanished server (network cut)
@@ -400,6 +428,7 @@ class Database:
                 "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000,
             }
         self.engine = create_engine(url, **kwargs)
+        _rollback_on_return(self.engine)
         if self.is_sqlite:
             _sqlite_tuning(self.engine)
         else:

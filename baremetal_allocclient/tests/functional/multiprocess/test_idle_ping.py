@@ -9,7 +9,8 @@ database a moment after its last use fails the next statement: a read
 is then run again on a fresh connection (200), a write answers 503
 "changed nothing" and stores nothing.  Each class runs on a scratch
 database of its kind; the connection is killed from a second one
-(``pg_terminate_backend``, ``KILL``).
+(``pg_terminate_backend``, ``KILL``).  A connection lost between its
+commit and its return to the pool is replaced, with no traceback logged.
 
 The driver's blocks keep their connection for the next block
 (``KeptConnection``) when the pool has more than one: each test runs
@@ -21,10 +22,12 @@ connection is dropped when the pool finds another one lost.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from typing import Any, ClassVar
 from unittest import mock
 
+import fixtures
 import testtools
 from sqlalchemy import create_engine, literal_column, select, text
 from sqlalchemy.exc import DBAPIError
@@ -121,6 +124,30 @@ class _IdlePing:
             json.loads(posted.json["error_message"])["faultstring"])
         listed = client.get("/v1/allocations", headers=_HEADERS)
         case.assertEqual([], listed.json["allocations"])
+
+    def test_a_connection_lost_after_its_commit_leaves_no_traceback(
+            self) -> None:
+        """The database drops a connection between a transaction's
+        commit and the connection's return to the pool, whose rollback
+        then fails on MariaDB (psycopg sends none outside a
+        transaction): the connection is replaced, with a warning line and
+        no traceback in the log, and the next read answers 200."""
+        case: Any = self
+        log = case.useFixture(fixtures.FakeLogger(level=logging.INFO))
+        with self.db.engine.connect() as conn:
+            with conn.begin():
+                backend = conn.scalar(text(
+                    f"SELECT {_BACKEND_ID[self.kind]}"))
+            self.kill(backend)
+        case.assertNotIn("Traceback", log.output)
+        if self.kind == "mysql":
+            case.assertIn("Connection lost while returned to the pool",
+                          log.output)
+            case.assertNotEqual(backend, self.backend())
+        client = case.useFixture(WsgiApp(self.db, "t")).client
+        listed = client.get("/v1/allocations", headers=_HEADERS)
+        case.assertEqual(200, listed.status_code, listed.text)
+        case.assertNotIn("Traceback", log.output)
 
 
 class _KeptIdlePing(_IdlePing):
