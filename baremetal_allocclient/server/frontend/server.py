@@ -8,6 +8,7 @@ requests being served finish (at most ``SHUTDOWN_GRACE`` seconds).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import resource
 import ssl
@@ -113,10 +114,14 @@ class FrontEnd:
         self._drain(time.monotonic() + SHUTDOWN_GRACE)
 
     def stop(self) -> None:
-        """Ask the I/O thread to stop accepting and drain."""
+        """Ask the I/O thread to stop accepting and drain.  The trigger
+        only wakes it sooner: with the trigger closed (waitress closes it
+        whenever it closes a listening socket), the loop notices within
+        ``CHECK_INTERVAL``."""
         self.stopping.set()
         if self.servers:
-            self.servers[0].pull_trigger()
+            with contextlib.suppress(OSError):
+                self.servers[0].pull_trigger()
 
     def _drain(self, deadline: float) -> None:
         for server in self.servers:

@@ -1,14 +1,18 @@
-"""SIGTERM: no new connections, the request being served finishes."""
+"""SIGTERM: no new connections, the request being served finishes; the
+front end stops even when its wake-up trigger is gone."""
 
 from __future__ import annotations
 
 import concurrent.futures
 import signal
+import threading
 import time
 
 import requests
 import testtools
 
+from baremetal_allocclient.server.frontend import options
+from baremetal_allocclient.server.frontend import server as frontend
 from baremetal_allocclient.tests.fixtures.launcher import ServerProcess
 
 DELAY = 2.0  # serve --allocation-delay: how long the waiting create lasts
@@ -37,3 +41,21 @@ class GracefulStopTests(testtools.TestCase):
         self.assertEqual(201, response.status_code, response.text)
         self.assertEqual("active", response.json()["state"])
         self.assertEqual(0, server.proc.wait(timeout=30), server.log())
+
+
+class ClosedTriggerTests(testtools.TestCase):
+    def test_stop_ends_the_loop_when_the_trigger_is_closed(self) -> None:
+        """waitress closes the trigger whenever it closes a listening
+        socket; stopping then neither raises nor hangs."""
+        front = frontend.FrontEnd(
+            lambda environ, start: [], "127.0.0.1", 0,
+            options.FrontEndOptions(2, 5.0, 5.0, 10), backlog=8,
+            max_header=1024, max_body=1024)
+        front.prepare()
+        loop = threading.Thread(target=front.serve, daemon=True)
+        loop.start()
+        self.addCleanup(loop.join, 5)
+        front.servers[0].trigger.close()
+        front.stop()
+        loop.join(frontend.CHECK_INTERVAL + 2)
+        self.assertFalse(loop.is_alive())
