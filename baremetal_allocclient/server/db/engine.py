@@ -285,7 +285,8 @@ def _rollback_on_return(engine: Engine) -> None:
     """What the pool does to a connection given back without its
     transaction ended by the caller (SQLAlchemy's ``reset_on_return``,
     turned off in :class:`Database`): roll back.  A connection found lost
-    then (the database went away after the commit) is invalidated, so
+    then, or refused by an unavailable database (:func:`is_unavailable`: a
+    Galera node out of the Primary Component, say), is invalidated, so
     that its next checkout connects afresh, with one warning line as for
     any lost connection, instead of SQLAlchemy's error with a traceback."""
     dialect = engine.dialect
@@ -297,10 +298,13 @@ def _rollback_on_return(engine: Engine) -> None:
         try:
             dialect.do_rollback(dbapi_conn)
         except dialect.loaded_dbapi.Error as exc:
-            if not dialect.is_disconnect(exc, dbapi_conn, None):
+            if not (dialect.is_disconnect(exc, dbapi_conn, None)
+                    or is_unavailable(DBAPIError.instance(
+                        None, None, exc, dialect.loaded_dbapi.Error,
+                        dialect=dialect))):
                 raise
-            LOG.warning("Connection lost while returned to the pool: %s",
-                        short_reason(exc))
+            LOG.warning("Database unavailable as a connection went back to "
+                        "the pool (replaced): %s", short_reason(exc))
             record.invalidate(exc)
 
 

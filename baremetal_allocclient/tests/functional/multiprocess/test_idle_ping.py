@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 from unittest import mock
 
 import fixtures
+import pymysql
 import testtools
 from sqlalchemy import create_engine, literal_column, select, text
 from sqlalchemy.exc import DBAPIError
@@ -141,8 +142,8 @@ class _IdlePing:
             self.kill(backend)
         case.assertNotIn("Traceback", log.output)
         if self.kind == "mysql":
-            case.assertIn("Connection lost while returned to the pool",
-                          log.output)
+            case.assertIn("Database unavailable as a connection went back "
+                          "to the pool (replaced)", log.output)
             case.assertNotEqual(backend, self.backend())
         client = case.useFixture(WsgiApp(self.db, "t")).client
         listed = client.get("/v1/allocations", headers=_HEADERS)
@@ -218,6 +219,27 @@ class PostgreSQLIdlePing(_IdlePing, testtools.TestCase):
 
 class MariaDBIdlePing(_IdlePing, testtools.TestCase):
     kind = "mysql"
+
+    def test_a_rollback_on_return_refused_by_galera_leaves_no_traceback(
+            self) -> None:
+        """Galera answers 1047 to a node out of the Primary Component:
+        a connection whose ROLLBACK on its return to the pool gets it is
+        replaced, with a warning line and no traceback in the log."""
+        case: Any = self
+        log = case.useFixture(fixtures.FakeLogger(level=logging.INFO))
+        refused = pymysql.err.OperationalError(
+            1047, "WSREP has not yet prepared node for application use")
+        dialect = self.db.engine.dialect
+        # The transaction commits, then the connection goes back.
+        with (mock.patch.object(dialect, "do_rollback",
+                                side_effect=refused) as rollback,
+              self.db.engine.connect() as conn, conn.begin()):
+            backend = conn.scalar(text(f"SELECT {_BACKEND_ID[self.kind]}"))
+        case.assertEqual(1, rollback.call_count)
+        case.assertNotIn("Traceback", log.output)
+        case.assertIn("Database unavailable as a connection went back to "
+                      "the pool (replaced): (1047", log.output)
+        case.assertNotEqual(backend, self.backend())
 
 
 class PostgreSQLKeptIdlePing(_KeptIdlePing, testtools.TestCase):
