@@ -116,12 +116,15 @@ class FrontEnd:
     def stop(self) -> None:
         """Ask the I/O thread to stop accepting and drain.  The trigger
         only wakes it sooner: with the trigger closed (waitress closes it
-        whenever it closes a listening socket), the loop notices within
-        ``CHECK_INTERVAL``."""
+        whenever it closes a listening socket) it is not pulled, since
+        its descriptor number may be another file's by now, and the loop
+        notices within ``CHECK_INTERVAL``."""
         self.stopping.set()
         if self.servers:
-            with contextlib.suppress(OSError):
-                self.servers[0].pull_trigger()
+            trigger: Any = self.servers[0].trigger  # (typed as int)
+            if not trigger._closed:  # (waitress's own flag)
+                with contextlib.suppress(OSError):  # closed meanwhile
+                    trigger.pull_trigger()
 
     def _drain(self, deadline: float) -> None:
         for server in self.servers:

@@ -4,6 +4,7 @@ front end stops even when its wake-up trigger is gone."""
 from __future__ import annotations
 
 import concurrent.futures
+import os
 import signal
 import threading
 import time
@@ -43,10 +44,23 @@ class GracefulStopTests(testtools.TestCase):
         self.assertEqual(0, server.proc.wait(timeout=30), server.log())
 
 
+def _pipe_writing_at(number: int) -> int:
+    """A new pipe whose write end is descriptor ``number``; its read end."""
+    read_end, write_end = os.pipe()
+    if read_end == number:
+        read_end, moved = os.dup(read_end), read_end
+        os.close(moved)
+    if write_end != number:
+        os.dup2(write_end, number)
+        os.close(write_end)
+    return read_end
+
+
 class ClosedTriggerTests(testtools.TestCase):
     def test_stop_ends_the_loop_when_the_trigger_is_closed(self) -> None:
         """waitress closes the trigger whenever it closes a listening
-        socket; stopping then neither raises nor hangs."""
+        socket; stopping then neither raises nor hangs, nor writes to
+        whatever file now has the trigger's descriptor number."""
         front = frontend.FrontEnd(
             lambda environ, start: [], "127.0.0.1", 0,
             options.FrontEndOptions(2, 5.0, 5.0, 10), backlog=8,
@@ -55,7 +69,14 @@ class ClosedTriggerTests(testtools.TestCase):
         loop = threading.Thread(target=front.serve, daemon=True)
         loop.start()
         self.addCleanup(loop.join, 5)
-        front.servers[0].trigger.close()
+        trigger = front.servers[0].trigger
+        number = trigger.trigger  # the write end's descriptor
+        trigger.close()
+        read_end = _pipe_writing_at(number)  # another file got it
+        self.addCleanup(os.close, read_end)
+        self.addCleanup(os.close, number)
+        os.set_blocking(read_end, False)
         front.stop()
         loop.join(frontend.CHECK_INTERVAL + 2)
         self.assertFalse(loop.is_alive())
+        self.assertRaises(BlockingIOError, os.read, read_end, 1)
