@@ -169,7 +169,7 @@ class Constraints:
     require_node_name: bool = False
 
     def __bool__(self) -> bool:
-        return self != Constraints()
+        return self != NO_CONSTRAINTS
 
     def to_wire(self) -> dict[str, Any]:
         """The extension's JSON document (only the fields set)."""
@@ -187,9 +187,15 @@ class Constraints:
         return body
 
 
+#: No constraint at all (what most allocations have).
+NO_CONSTRAINTS = Constraints()
+
+
 def from_wire(body: Mapping[str, Any]) -> Constraints:
     """Parse the extension's document (already schema-checked on the
     server; raises :class:`ConstraintError` on bad content)."""
+    if not body:
+        return NO_CONSTRAINTS
     props = []
     for item in body.get("properties") or ():
         ops = [op for op in Op if op.value in item]

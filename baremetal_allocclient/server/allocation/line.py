@@ -15,6 +15,7 @@ from typing import Any, cast
 from sqlalchemy import (
     Select,
     bindparam,
+    exists,
     func,
     select,
 )
@@ -61,6 +62,14 @@ _EARLIER_IN_LINE = (
     select(*Allocation.__table__.columns)
     .where(*_IN_LINE, _arrival < bindparam("q_before"))
     .order_by(_arrival)
+)
+#: Whether an allocation that arrived before ``q_before`` waits in line
+#: in ``q_rc``: a column of the reservation's lock, so that the usual case
+#: (nobody in line) costs no statement of its own; when one does,
+#: :func:`waiting_before` reads who.
+ANYONE_WAITING_BEFORE = (
+    exists().where(*_IN_LINE, _arrival < bindparam("q_before"))
+    .label("anyone_waiting_before")
 )
 _POSITION = select(func.count(Allocation.id)).where(
     *_IN_LINE, _arrival <= bindparam("q_before"))

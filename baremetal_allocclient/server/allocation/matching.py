@@ -42,7 +42,7 @@ from baremetal_allocclient.constraints import (
 from baremetal_allocclient.server import node_states as ns
 from baremetal_allocclient.server.allocation.selection import (
     AnyFilter,
-    Candidate,
+    CandidateRow,
     ConstraintFilter,
     Filter,
     Request,
@@ -279,10 +279,12 @@ def candidate_window(
     filters: Sequence[AnyFilter],
     pivot: int,
     limit: int = CANDIDATE_WINDOW,
-) -> list[Candidate]:
+) -> list[CandidateRow]:
     """Up to ``limit`` nodes passing all filters, starting at id ``pivot``
     and wrapping around; a node named like the allocation is always
-    included when it matches.  Empty only when no node matches."""
+    included when it matches.  Empty only when no node matches.  The
+    rows as the driver returns them (:func:`selection.candidate_order`
+    makes a ``Candidate`` of those it tries)."""
     key = tuple(filters)
     conn = (session.connection() if isinstance(session, Session)
             else session)
@@ -294,13 +296,13 @@ def candidate_window(
                                  ).rows(conn, {**params, "w_pivot": pivot,
                                                "w_limit": limit - len(rows)})
     # (id, name, uuid) as the drivers return them: int, str or None, str
-    found = list(map(Candidate._make, rows))
+    found: list[CandidateRow] = rows
     preferred = request.preferred_name
-    if preferred is not None and all(c.name != preferred for c in found):
+    if preferred is not None and all(row[1] != preferred for row in found):
         named = driver_statement(_named_candidate_query(key), conn.dialect
                                  ).first(conn, {**params, "w_name": preferred})
         if named is not None:
-            found.append(Candidate(int(named[0]), named[1], str(named[2])))
+            found.append((int(named[0]), named[1], str(named[2])))
     return found
 
 

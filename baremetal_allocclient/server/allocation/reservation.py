@@ -40,7 +40,10 @@ from sqlalchemy.orm import Session
 
 from baremetal_allocclient import leases
 from baremetal_allocclient.server import node_states as ns
-from baremetal_allocclient.server.allocation.line import waiting_before
+from baremetal_allocclient.server.allocation.line import (
+    ANYONE_WAITING_BEFORE,
+    waiting_before,
+)
 from baremetal_allocclient.server.allocation.matching import (
     candidate_query,
     filter_params,
@@ -105,19 +108,23 @@ def insert_allocation(session: Session | AnyConnection,
     flush.
     """
     values = {}
-    for column in Allocation.__table__.columns:
-        if column.primary_key:
-            continue
-        value = getattr(allocation, column.key)
-        if value is None and column.default is not None:
-            default = column.default
+    for key, default in _INSERTED_COLUMNS:
+        value = getattr(allocation, key)
+        if value is None and default is not None:
             value = default.arg(None) if default.is_callable else default.arg
         if value is not None:
-            values[column.key] = value
+            values[key] = value
     conn = (session.connection() if isinstance(session, Session)
             else session)
     allocation.id = _insert(tuple(values), conn.dialect).inserted_id(
         conn, values)
+
+
+#: (attribute, column default or None) of every column an INSERT may
+#: give: all but the id.
+_INSERTED_COLUMNS = tuple((column.key, column.default)
+                          for column in Allocation.__table__.columns
+                          if not column.primary_key)
 
 
 @functools.lru_cache(maxsize=64)
@@ -149,9 +156,10 @@ _NODE_INSTANCE_INFO = (
 #: candidate (a stalled process, a node being changed): the node counts as
 #: taken and the next candidate is tried, as Ironic does with a locked node.
 #: The lock also reads the node's ``instance_info`` (under the lock), for
-#: :func:`_give_node` to merge the traits into.
+#: :func:`_give_node` to merge the traits into, and whether anyone who
+#: came earlier waits in line (read, not locked).
 _LOCK_CANDIDATE = (
-    select(Node.id, Node.instance_info)
+    select(Node.id, Node.instance_info, ANYONE_WAITING_BEFORE)
     .where(Node.id == bindparam("r_node"))
     .with_for_update(skip_locked=True)
 )
@@ -159,7 +167,7 @@ _LOCK_CANDIDATE = (
 #: session's lock timeout), so that a node another transaction only
 #: looked at, and then left, is not counted as taken.
 _LOCK_CANDIDATE_WAITING = (
-    select(Node.id, Node.instance_info)
+    select(Node.id, Node.instance_info, ANYONE_WAITING_BEFORE)
     .where(Node.id == bindparam("r_node"))
     .with_for_update()
 )
@@ -232,7 +240,7 @@ def _give_node(conn: Any, statement: Update, params: dict[str, Any],
     if locked is None:
         locked = driver_statement(_NODE_INSTANCE_INFO, conn.dialect).first(
             conn, params)
-    info = None if locked is None else locked[-1]
+    info = None if locked is None else locked.instance_info
     params["r_info"] = {**(info or {}), "traits": list(traits)}
     return driver_statement(statement, conn.dialect).rowcount(
         conn, params) == 1
@@ -266,13 +274,17 @@ def reserve(
     one takes it on its next attempt.
     """
     lock = _LOCK_CANDIDATE_WAITING if wait_for_lock else _LOCK_CANDIDATE
+    now = now or utcnow()
     params: dict[str, Any] = {
         **filter_params(request),
         "r_allocation": allocation_id,
         "r_affinity": affinity,
         "r_node": node_id,
         "r_uuid": allocation_uuid,
-        "r_now": now or utcnow(),
+        "r_now": now,
+        # (the lock's ANYONE_WAITING_BEFORE)
+        "q_rc": request.resource_class, "q_now": now,
+        "q_before": allocation_id,
     }
     gone = Reservation.NODE_TAKEN
     try:
@@ -284,8 +296,9 @@ def reserve(
             if isinstance(owned, Reservation):
                 gone = owned
                 raise _Rollback()
-            if waiting_before(conn, allocation_id, node_id,
-                              request.resource_class, params["r_now"]):
+            if node.anyone_waiting_before and waiting_before(
+                    conn, allocation_id, node_id, request.resource_class,
+                    now):
                 raise _Rollback()  # promised to an earlier one in line
             if not _give_node(conn, _take_node(tuple(filters)), params,
                               request.traits, node):

@@ -10,6 +10,7 @@ the funnel for clients that opted in) and orders the survivors.
 from __future__ import annotations
 
 import enum
+import functools
 import random
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -82,8 +83,8 @@ class ConstraintFilter(NamedTuple):
 AnyFilter = Filter | ConstraintFilter
 
 
-def _property_variant(request: Request, index: int) -> str:
-    prop = request.constraints.properties[index]
+def _property_variant(wanted: Constraints, index: int) -> str:
+    prop = wanted.properties[index]
     if prop.op is Op.MIN:
         return "min"
     return "eq_number" if prop.number is not None else "eq_text"
@@ -108,20 +109,31 @@ class Candidate(NamedTuple):
     uuid: str
 
 
+#: A candidate as the database returns it: (id, name, uuid).
+CandidateRow = tuple[int, str | None, str]
+
+
 def active_filters(request: Request) -> list[AnyFilter]:
     """The filters that apply to this request, in funnel order."""
+    return list(_filters_of(request.selection))
+
+
+@functools.lru_cache(maxsize=1024)
+def _filters_of(wanted: Selection) -> tuple[AnyFilter, ...]:
+    """:func:`active_filters`, worked out once for each selection (a
+    create's is usually one seen before: a class, some traits)."""
     filters: list[AnyFilter] = []
-    for step in funnel_steps(request):
+    for step in steps(wanted):
         if step.kind in BASIC_KINDS:
             if Filter.RESOURCE_CLASS not in filters:
                 filters.append(Filter.RESOURCE_CLASS)
         elif step.kind in _IRONIC_FILTERS:
             filters.append(_IRONIC_FILTERS[step.kind])
         else:
-            variant = (_property_variant(request, step.index)
+            variant = (_property_variant(wanted.constraints, step.index)
                        if step.kind is Kind.PROPERTY else "")
             filters.append(ConstraintFilter(step.kind, step.index, variant))
-    return filters
+    return tuple(filters)
 
 
 class Why(NamedTuple):
@@ -171,7 +183,7 @@ def order_candidates(
 
 
 def candidate_order(
-    candidates: Sequence[Candidate],
+    candidates: Sequence[CandidateRow],
     name: str | None,
     draw: Callable[[int], int],
 ) -> Iterator[Candidate]:
@@ -179,17 +191,17 @@ def candidate_order(
     allocation first, then the rest in random order, each picked by
     ``draw(n)`` (a random index below ``n``) only when it is asked for,
     so an attempt that wins on its first node draws once, not once per
-    candidate."""
+    candidate (and makes one :class:`Candidate`, not one per row)."""
     rest = list(candidates)
     if name is not None:
-        for index, candidate in enumerate(rest):
-            if candidate.name == name:
-                yield rest.pop(index)
+        for index, (_id, candidate_name, _uuid) in enumerate(rest):
+            if candidate_name == name:
+                yield Candidate._make(rest.pop(index))
                 break
     while rest:
         index = draw(len(rest))
         rest[index], rest[-1] = rest[-1], rest[index]
-        yield rest.pop()
+        yield Candidate._make(rest.pop())
 
 
 def failure_message(allocation_uuid: str, reason: str) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import functools
+import operator
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -134,8 +135,7 @@ class AllocationRenderer:
     def __call__(self, allocation: AllocationRecord,
                  node_uuid: str | None) -> str:
         """An allocation (ORM object or row), read by attribute."""
-        values = (*(getattr(allocation, name)
-                    for name in lookups.ALLOCATION_VIEW_COLUMNS), node_uuid)
+        values: Any = (*_VIEW_VALUES(allocation), node_uuid)
         return self._template % _arguments(self._funnel, *values)
 
     def row(self, row: Sequence[Any]) -> str:
@@ -175,6 +175,8 @@ class AllocationRenderer:
             "null" if node_uuid is None else string(node_uuid))
 
 
+#: An allocation's values in the order of ``lookups.ALLOCATION_VIEW_COLUMNS``.
+_VIEW_VALUES = operator.attrgetter(*lookups.ALLOCATION_VIEW_COLUMNS)
 #: Every field a view can show, in Ironic's order: the order of the
 #: arguments :func:`_arguments` returns.
 _FIELDS = (

@@ -72,12 +72,18 @@ def value_problem(value: Any) -> str | None:
     return None
 
 
+#: ``json.loads`` with these hooks would build a decoder for each body.
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant,
+                            parse_float=_finite_float)
+
+
 def loads(raw: bytes) -> Any:
     """Parse a request body; 400 when it is not JSON or holds a value
     that cannot be stored."""
     try:
-        value = json.loads(raw, parse_constant=_reject_constant,
-                           parse_float=_finite_float)
+        # (as json.loads reads bytes: UTF-8, -16 or -32)
+        value = _DECODER.decode(
+            raw.decode(json.detect_encoding(raw), "surrogatepass"))
         problem = value_problem(value)
         if problem:
             raise Unstorable(problem)

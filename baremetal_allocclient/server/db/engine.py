@@ -14,6 +14,7 @@ used; correctness rests on the compare-and-set updates in
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import threading
@@ -370,6 +371,21 @@ def _set_autocommit(conn: DriverConnection, on: bool) -> None:
         raise error from exc
 
 
+#: The JSON text of the empty list and object, by type.
+_EMPTY_JSON: dict[type, str] = {list: "[]", dict: "{}"}
+
+
+def json_text(value: Any) -> str:
+    """The JSON text a JSON column stores for ``value``: ``json.dumps``,
+    without calling it for an empty list or object (what most
+    allocations have as traits, candidate nodes and extra)."""
+    if not value:
+        empty = _EMPTY_JSON.get(type(value))
+        if empty is not None:
+            return empty
+    return str(json.dumps(value))
+
+
 class Database:
     """Owns the engine and hands out read and write transactions."""
 
@@ -399,6 +415,7 @@ class Database:
             "pool_use_lifo": True,
             # ``_rollback_on_return`` instead.
             "pool_reset_on_return": None,
+            "json_serializer": json_text,
         }
         if url.startswith("postgresql"):
             # Keepalives notice a silently vanished server (network cut)

@@ -105,7 +105,10 @@ class DatabaseBackend:
 
     def __init__(self, db: Database, rng: random.Random | None = None) -> None:
         self._db = db
-        self._rng = rng or random.SystemRandom()
+        # Seeded from the system's randomness once: each process draws
+        # its own pivots and orders, and a draw asks the kernel nothing
+        # (SystemRandom's did: two system calls per create).
+        self._rng = rng or random.Random()  # noqa: S311 (not a secret)
         self._rng_lock = threading.Lock()
         self._top_id = 0
         self._top_id_expires = 0.0

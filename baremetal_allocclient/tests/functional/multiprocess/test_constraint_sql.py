@@ -150,7 +150,8 @@ class _ConstraintSqlTests:
         request = selection.Request(_RC, constraints=wanted)
         filters = selection.active_filters(request)
         with self.db.read() as session:
-            (picked,) = matching.candidate_window(session, request, filters, 1)
+            (row,) = matching.candidate_window(session, request, filters, 1)
+        picked = selection.Candidate._make(row)
         case.assertEqual("n3", picked.name)
         alloc_id, alloc_uuid = self._allocation()
         case.addCleanup(self._free, picked.id, alloc_id)

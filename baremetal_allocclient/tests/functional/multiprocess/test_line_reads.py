@@ -1,15 +1,17 @@
 """The waiting line's reads cost what the line holds, not what the
 resource class ever held.
 
-Every reservation asks whether an earlier allocation waits in line for
-its node (``line.waiting_before``); a create that opted into the queue
-extension asks for its place in line (``line.queue_position``), and a
-group reservation reads the whole line (``line.in_line``).  With
-thousands of settled allocations in the class and two waiting, each of
-these must read about as many rows as with none settled: the rows the
-database itself reports reading (SQLite: the virtual machine's steps;
-PostgreSQL: ``pg_stat_xact_user_tables``; MariaDB: the session's
-``Handler_read_*`` counters), once the driver prepared the statement.
+Every reservation asks whether an earlier allocation waits in line
+(``line.ANYONE_WAITING_BEFORE``, a column of its lock) and, when one
+does, whether one matches its node (``line.waiting_before``); a create
+that opted into the queue extension asks for its place in line
+(``line.queue_position``), and a group reservation reads the whole
+line (``line.in_line``).  With thousands of settled allocations in the
+class and two waiting, each of these must read about as many rows as
+with none settled: the rows the database itself reports reading
+(SQLite: the virtual machine's steps; PostgreSQL:
+``pg_stat_xact_user_tables``; MariaDB: the session's ``Handler_read_*``
+counters), once the driver prepared the statement.
 PostgreSQL's and MariaDB's statistics are brought up to date first, as
 autovacuum and InnoDB keep them on a running database; SQLite has none,
 as the server never runs ``ANALYZE``.
@@ -21,7 +23,7 @@ import datetime
 from typing import Any
 
 import testtools
-from sqlalchemy import insert
+from sqlalchemy import insert, select
 
 from baremetal_allocclient.server.allocation import line
 from baremetal_allocclient.server.allocation.states import ACTIVE, ALLOCATING
@@ -71,6 +73,10 @@ class _LineReads(_databases.MigratedPerClass):
             allocation = Allocation(id=last, resource_class=RC,
                                     queue_deadline=now, state=ALLOCATING)
             return {
+                "anyone waiting before": reads.of(lambda: conn.execute(
+                    select(line.ANYONE_WAITING_BEFORE),
+                    {"q_rc": RC, "q_now": now, "q_before": last + 1}
+                ).scalar()),
                 "waiting_before": reads.of(lambda: line.waiting_before(
                     conn, last + 1, 1, RC, now)),
                 "queue_position": reads.of(lambda: line.queue_position(

@@ -58,7 +58,7 @@ class _WindowReads(_databases.MigratedPerClass):
         request = selection.Request(resource_class=rc)
         filters = tuple(selection.active_filters(request))
         with self.db.read_connection() as conn:
-            def window() -> list[matching.Candidate]:
+            def window() -> list[selection.CandidateRow]:
                 return matching.candidate_window(conn, request, filters, 1)
 
             test: Any = self

@@ -41,6 +41,19 @@ class JsonDepthTests(testtools.TestCase):
         raw = json.dumps(value, ensure_ascii=False).encode()
         self.assertEqual(_depth(value), limits.json_depth(raw))
 
+    @settings(max_examples=300, derandomize=True)
+    @given(st.text(alphabet='[]{}"\\a ,', max_size=4 * limits.MAX_JSON_DEPTH))
+    def test_check_refuses_exactly_what_nests_too_deeply(self, text: str
+                                                         ) -> None:
+        raw = text.encode()
+        too_deep = limits.json_depth(raw) > limits.MAX_JSON_DEPTH
+        try:
+            limits.check_json_depth(raw)
+        except ApiError:
+            self.assertTrue(too_deep, raw)
+        else:
+            self.assertFalse(too_deep, raw)
+
     def test_check(self) -> None:
         limits.check_json_depth(b"[" * limits.MAX_JSON_DEPTH)
         error = self.assertRaises(ApiError, limits.check_json_depth,

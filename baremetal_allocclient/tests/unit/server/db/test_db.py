@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import testtools
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import select
+from sqlalchemy import insert, select, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.schema import CreateTable
 
@@ -72,6 +74,23 @@ class SchemaTests(DbTestCase):
         ddl = str(CreateTable(Node.__table__).compile(
             dialect=make_url("postgresql://").get_dialect()()))
         self.assertNotIn("COLLATE", ddl)
+
+
+class JsonColumnTests(DbTestCase):
+    def test_json_columns_store_what_json_dumps_writes(self) -> None:
+        """Empty lists and objects skip the encoder; the text stored is
+        the same, and every other value is encoded by it."""
+        self.db.upgrade()
+        values = ([], {}, [1, "a"], {"k": []}, {"x": None}, "")
+        with self.db.engine.begin() as conn:
+            for index, value in enumerate(values):
+                conn.execute(insert(Allocation).values(
+                    uuid=f"00000000-0000-4000-8000-{index:012d}",
+                    state="active", traits=value, candidate_nodes=[],
+                    extra={}, conductor_affinity="c"))
+            stored = conn.execute(text(
+                "SELECT traits FROM allocations ORDER BY id")).scalars()
+            self.assertEqual([json.dumps(v) for v in values], list(stored))
 
 
 class ReservationTests(DbTestCase):

@@ -131,3 +131,13 @@ class DatabaseBackendTests(testtools.TestCase):
             self.assertEqual([], list(session.scalars(
                 select(Node.allocation_id).where(
                     Node.allocation_id.is_not(None)))))
+
+
+class DrawTests(testtools.TestCase):
+    def test_each_backend_draws_its_own_sequence(self) -> None:
+        """Two processes (two backends) do not pick the same pivots and
+        orders: each generator is seeded on its own."""
+        db = self.useFixture(SQLiteDatabase()).db
+        first, second = DatabaseBackend(db), DatabaseBackend(db)
+        self.assertNotEqual([first._draw(2**32) for _ in range(4)],
+                            [second._draw(2**32) for _ in range(4)])
