@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import gc
 import logging
 import os
 import signal
@@ -174,7 +173,7 @@ def _enroll_notes(parsed: object) -> list[str]:
 def _serve(db: object, args: argparse.Namespace) -> int:
     from sqlalchemy.exc import DBAPIError
 
-    from baremetal_allocclient.server import assembly
+    from baremetal_allocclient.server import assembly, heap
     from baremetal_allocclient.server.allocation.membership import (
         ConductorNameInUse,
     )
@@ -216,7 +215,7 @@ def _serve(db: object, args: argparse.Namespace) -> int:
         )
         built.membership.leave()  # free the name for the next attempt
         return 1
-    start_up_over()
+    heap.start_up_over()
     thread = threading.Thread(target=server.serve, name="http", daemon=True)
     thread.start()
     built.start()
@@ -232,17 +231,6 @@ def _serve(db: object, args: argparse.Namespace) -> int:
     thread.join()  # bounded: the front end drains for SHUTDOWN_GRACE at most
     built.stop()
     return 0
-
-
-def start_up_over() -> None:
-    """Leave what start-up made (modules, the schema, the API's
-    schemas and routes) out of the garbage collector's full passes: it
-    lives as long as the process, and each full pass scanned all of it
-    (40 ms on the development machine, about once every 2,000 creates),
-    a pause for whichever request triggered it.  Younger objects are
-    collected as before."""
-    gc.collect()
-    gc.freeze()
 
 
 def _redact(url: str) -> str:

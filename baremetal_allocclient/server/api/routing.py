@@ -65,8 +65,15 @@ class Router:
     def __init__(self, routes: Iterable[Route]) -> None:
         # By number of segments, most specific first.
         self._by_length: dict[int, list[Route]] = {}
+        #: The routes without a ``<name>`` segment, by path and method:
+        #: a request for one of them needs no search (none is more
+        #: specific).
+        self._literal: dict[tuple[str, str], Route] = {}
         for route in sorted(routes, key=lambda r: r.specificity):
             self._by_length.setdefault(len(route.segments), []).append(route)
+            if not any(route.specificity):
+                self._literal.setdefault(
+                    ("/" + "/".join(route.segments), route.method), route)
 
     def match(self, path: str, method: str
               ) -> tuple[Route, dict[str, str]]:
@@ -74,8 +81,11 @@ class Router:
         :class:`RouteError` 404 or 405."""
         if path.endswith("/") and path != "/":
             path = path[:-1]
-        segments = path[1:].split("/")
         wanted = "GET" if method == "HEAD" else method
+        literal = self._literal.get((path, wanted))
+        if literal is not None:
+            return literal, {}
+        segments = path[1:].split("/")
         path_served = False
         for route in self._by_length.get(len(segments), ()):
             arguments = route.arguments(segments)

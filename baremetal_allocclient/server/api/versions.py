@@ -5,6 +5,7 @@ Pure functions only; the WSGI layer turns :class:`VersionError` into a 406.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, NamedTuple
 
@@ -73,8 +74,10 @@ class VersionError(Exception):
     """A version header Ironic would answer with 406."""
 
 
+@functools.lru_cache(maxsize=64)
 def parse(header: str | None) -> Version:
-    """Turn the request header into the version the request is served at.
+    """Turn the request header into the version the request is served at
+    (worked out once for each of the few values clients send).
 
     No header means the minimum version, ``latest`` the maximum, like Ironic.
     """

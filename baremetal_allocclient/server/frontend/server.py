@@ -18,9 +18,9 @@ from typing import Any
 
 from waitress import wasyncore
 from waitress.adjustments import Adjustments
-from waitress.task import ThreadedTaskDispatcher
 
 from baremetal_allocclient.server.frontend.deadline import DeadlineServer
+from baremetal_allocclient.server.frontend.dispatch import RequestThreads
 from baremetal_allocclient.server.frontend.options import FrontEndOptions
 from baremetal_allocclient.server.frontend.paths import keep_encoded_slashes
 from baremetal_allocclient.server.frontend.tls import TLSChannel
@@ -85,7 +85,7 @@ class FrontEnd:
         )
         self.map: dict[int, Any] = {}
         self.servers: list[DeadlineServer] = []
-        self.dispatcher = ThreadedTaskDispatcher()
+        self.dispatcher = RequestThreads()
         self.stopping = threading.Event()
 
     def prepare(self) -> None:

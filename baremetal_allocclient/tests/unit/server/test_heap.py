@@ -1,4 +1,6 @@
-"""The server leaves what start-up made out of full garbage collections."""
+"""The serving process leaves what start-up made out of full garbage
+collections (its large answers: ``functional/server/test_large_answers``).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +8,7 @@ import gc
 
 import testtools
 
-from baremetal_allocclient.server import cmd
+from baremetal_allocclient.server import heap
 
 
 def _in_oldest_generation(obj: object) -> bool:
@@ -21,7 +23,7 @@ class StartUpHeapTests(testtools.TestCase):
         gc.collect()  # every survivor is now in the oldest generation
         self.assertTrue(_in_oldest_generation(made_at_start_up[0]))
 
-        cmd.start_up_over()
+        heap.start_up_over()
 
         self.assertGreaterEqual(gc.get_freeze_count(), len(made_at_start_up))
         self.assertFalse(_in_oldest_generation(made_at_start_up[0]))
