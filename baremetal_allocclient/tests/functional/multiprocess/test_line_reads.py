@@ -20,14 +20,16 @@ as the server never runs ``ANALYZE``.
 from __future__ import annotations
 
 import datetime
+import uuid as uuidlib
 from typing import Any
 
 import testtools
 from sqlalchemy import insert, select
 
-from baremetal_allocclient.server.allocation import line
+from baremetal_allocclient.server.allocation import line, reservation
 from baremetal_allocclient.server.allocation.states import ACTIVE, ALLOCATING
-from baremetal_allocclient.server.db.models import Allocation, utcnow
+from baremetal_allocclient.server.db.driver_statements import driver_statement
+from baremetal_allocclient.server.db.models import Allocation, Node, utcnow
 from baremetal_allocclient.tests.functional.multiprocess import (
     _databases,
     _reads,
@@ -104,6 +106,38 @@ class _LineReads(_databases.MigratedPerClass):
                 many[name], before * 2 + SLACK,
                 f"{name}: {before} reads with 20 settled allocations, "
                 f"{many[name]} with {SETTLED + 20}")
+
+
+    def test_the_reservation_lock_reads_the_line_without_locking_it(
+            self) -> None:
+        """A reservation locks its node, then its own allocation (the
+        one lock order): the waiting allocations it looks at stay free
+        for their own workers."""
+        test: Any = self
+        if self.kind == "sqlite":
+            test.skipTest("no row locks on SQLite")
+        deadline = utcnow() + datetime.timedelta(hours=1)
+        (waiting,) = self._store(20_000, 1, ALLOCATING, deadline)
+        with self.db.write() as session:
+            node = Node(uuid=str(uuidlib.uuid4()), driver="fake-hardware",
+                        resource_class=RC, provision_state="available",
+                        power_state="power off", maintenance=False)
+            session.add(node)
+            session.flush()
+            node_id = node.id
+        with self.db.write_connection() as conn:
+            locked = driver_statement(reservation._LOCK_CANDIDATE,
+                                      conn.dialect).first(conn, {
+                "r_node": node_id, "q_rc": RC, "q_now": utcnow(),
+                "q_before": waiting + 1})
+            test.assertTrue(locked.anyone_waiting_before)
+            with self.db.engine.connect() as other, other.begin():
+                ids = other.scalars(  # every allocation waiting in line
+                    select(Allocation.id).where(
+                        Allocation.state == ALLOCATING,
+                        Allocation.resource_class == RC)
+                    .with_for_update(nowait=True)).all()
+            test.assertIn(waiting, ids)
 
 
 class SQLiteLineReads(_LineReads, testtools.TestCase):
