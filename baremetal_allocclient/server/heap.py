@@ -19,7 +19,6 @@
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import gc
 import logging
 
@@ -46,9 +45,9 @@ def start_up_over() -> None:
 def keep_heap_memory() -> bool:
     """Set :data:`MMAP_THRESHOLD` and :data:`TOP_PAD`; False where the C
     library has no ``mallopt`` or refuses them."""
-    try:
-        mallopt = ctypes.CDLL(ctypes.util.find_library("c")).mallopt
-    except (OSError, AttributeError, TypeError):
+    try:  # the C library the interpreter runs on (no search for it)
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
         return False
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     if (mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD) != 1
