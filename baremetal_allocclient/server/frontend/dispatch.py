@@ -12,7 +12,6 @@ this took about 6% off the server's CPU per create, 12% off a list of
 
 from __future__ import annotations
 
-import contextlib
 import threading
 
 from waitress.task import ThreadedTaskDispatcher
@@ -22,22 +21,22 @@ class MostRecentFirst(threading.Condition):
     """A condition whose :meth:`notify` wakes the threads that began
     waiting last.  (CPython's keeps its waiters in ``_waiters``, oldest
     first, and wakes from the front; this wakes from the back, the same
-    way otherwise.)"""
+    way otherwise.)  The waiters only change under the condition's lock,
+    which :meth:`notify` holds, so the last one is taken off the end
+    rather than searched for among the idle threads."""
 
     def notify(self, n: int = 1) -> None:
         if not self._is_owned():  # type: ignore[attr-defined]
             raise RuntimeError("cannot notify on un-acquired lock")
         waiters = self._waiters  # type: ignore[attr-defined]
         while waiters and n > 0:
-            waiter = waiters[-1]
+            waiter = waiters.pop()
             try:
                 waiter.release()
             except RuntimeError:
                 pass  # already woken (a timed-out wait), as CPython's
             else:
                 n -= 1
-            with contextlib.suppress(ValueError):
-                waiters.remove(waiter)
 
 
 class RequestThreads(ThreadedTaskDispatcher):
