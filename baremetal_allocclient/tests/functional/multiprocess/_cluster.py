@@ -7,7 +7,7 @@ import signal
 import tempfile
 import time
 import uuid as uuidlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import requests
@@ -166,10 +166,28 @@ def nodes(server: ServerProcess, rc: str) -> list[dict[str, Any]]:
 
 
 def finished_in_logs(
-    servers: Mapping[str, ServerProcess],
+    servers: Mapping[str, ServerProcess], expected: Iterable[str] = (),
+    timeout: float = 5.0,
 ) -> dict[str, list[str]]:
     """Allocation UUID -> names of the processes whose log says they
-    finished it (a restarted process appends to the same log)."""
+    finished it (a restarted process appends to the same log).
+
+    A process logs an allocation as finished just after committing it,
+    so a test that has seen ``expected`` settled may read the logs a
+    moment before the last line is written (seen on a loaded machine):
+    this reads them again, for up to ``timeout`` seconds, until every
+    one of ``expected`` is there."""
+    deadline = time.monotonic() + timeout
+    while True:
+        seen = _finished_now(servers)
+        if set(expected) <= seen.keys() or time.monotonic() >= deadline:
+            return seen
+        time.sleep(0.05)
+
+
+def _finished_now(
+    servers: Mapping[str, ServerProcess],
+) -> dict[str, list[str]]:
     seen: dict[str, list[str]] = {}
     for name, server in servers.items():
         for line in server.log().splitlines():

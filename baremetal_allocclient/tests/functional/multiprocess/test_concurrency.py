@@ -88,7 +88,8 @@ class _BurstTests:
             case.assertEqual(owner_of[node["uuid"]], node["allocation_uuid"])
             case.assertEqual(node["allocation_uuid"], node["instance_uuid"])
 
-        finished = _cluster.finished_in_logs(self.servers)
+        finished = _cluster.finished_in_logs(
+            self.servers, [a["uuid"] for a in final])
         case.assertEqual(
             {a["uuid"] for a in final}, set(finished),
             "every allocation is finished exactly by one process",

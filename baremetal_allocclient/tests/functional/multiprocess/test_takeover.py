@@ -98,7 +98,7 @@ class _TakeoverTests(_cluster.ClusterCase):
         )
 
         # Each one was claimed and finished by exactly one survivor.
-        finished = _cluster.finished_in_logs(survivors)
+        finished = _cluster.finished_in_logs(survivors, uuids)
         self.case.assertEqual(sorted(uuids), sorted(finished))
         self.case.assertEqual(
             [], [u for u, who in finished.items() if len(who) != 1]
@@ -137,8 +137,8 @@ class _TakeoverTests(_cluster.ClusterCase):
         self._assert_all_active(final, 10)
         self.case.assertIn("Resuming 10 unfinished allocation(s)",
                            phoenix.log())
-        finished = _cluster.finished_in_logs({"phoenix": phoenix,
-                                              "bystander": bystander})
+        finished = _cluster.finished_in_logs(
+            {"phoenix": phoenix, "bystander": bystander}, uuids)
         self.case.assertEqual({u: ["phoenix"] for u in uuids}, finished)
 
     def test_sigterm_hands_back_to_a_survivor(self) -> None:
@@ -168,7 +168,7 @@ class _TakeoverTests(_cluster.ClusterCase):
               file=sys.stderr)
         self._assert_all_active(final, 10)
         self.case.assertLess(latency, 30)
-        finished = _cluster.finished_in_logs({"survivor": survivor})
+        finished = _cluster.finished_in_logs({"survivor": survivor}, uuids)
         self.case.assertEqual({u: ["survivor"] for u in uuids}, finished)
         self.case.assertNotIn("Traceback", leaving.log())
 
