@@ -11,9 +11,13 @@
   or from a heap whose freed top glibc had just given back, so every
   such answer faulted its pages in again: about 230 minor page faults
   each, an eighth of its CPU.  With glibc, buffers below
-  :data:`MMAP_THRESHOLD` come from the heap, and :data:`TOP_PAD` bytes
-  stay free at its top (``mallopt``); the process keeps that much more
-  memory at most.  Other C libraries are left alone.
+  :data:`MMAP_THRESHOLD` come from the heap, and up to :data:`TOP_PAD`
+  bytes stay free at its top (``mallopt``).  That is per malloc arena:
+  each request thread that has served a large answer may keep one (glibc
+  makes at most 8 per CPU), so after a burst of large answers on many
+  threads the process keeps up to that many times :data:`TOP_PAD` more;
+  a steady stream stays on one or two threads
+  (``frontend/dispatch.py``).  Other C libraries are left alone.
 """
 
 from __future__ import annotations

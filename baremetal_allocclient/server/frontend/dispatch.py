@@ -34,7 +34,9 @@ class MostRecentFirst(threading.Condition):
             try:
                 waiter.release()
             except RuntimeError:
-                pass  # already woken (a timed-out wait), as CPython's
+                # Released already; CPython's notify guards the same case
+                # (gh-92530).  Taken off first, a waiter is released once.
+                pass
             else:
                 n -= 1
 
