@@ -37,7 +37,7 @@ import sys
 import tempfile
 import time
 import uuid as uuidlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from baremetal_allocclient.server import assembly, cmd
@@ -92,10 +92,11 @@ class App:
 
 
 @contextlib.contextmanager
-def assembled(url: str) -> Iterator[App]:
-    """The application of ``serve --db url``, its services running."""
+def assembled(url: str, options: Sequence[str] = ()) -> Iterator[App]:
+    """The application of ``serve --db url [options]``, its services
+    running."""
     args = cmd.parse(["--log-level", "WARNING", "serve", "--db", url,
-                      "--conductor-name", "app-loop"])
+                      "--conductor-name", "app-loop", *options])
     db = Database(url, getattr(args, "db_connections", None))
     built = assembly.build(db, args)
     built.start()

@@ -80,7 +80,7 @@ import sys
 import tempfile
 import time
 import uuid as uuidlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 import requests
@@ -189,23 +189,27 @@ def warm_up(client: Client, args: argparse.Namespace) -> list[str]:
     return made
 
 
-def hello_command(db: str, name: str) -> Callable[[int], list[str]]:
+def hello_command(db: str, name: str, wrapper: Sequence[str] = (),
+                  extra: Sequence[str] = ()) -> Callable[[int], list[str]]:
     script = os.path.join(HERE, "hello_serve.py")
 
     def command(port: int) -> list[str]:
-        return [sys.executable, script, "--log-level", "WARNING", "serve",
-                "--host", "127.0.0.1", "--port", str(port), "--db", db,
-                "--conductor-name", name]
+        return [*wrapper, sys.executable, script, "--log-level", "WARNING",
+                "serve", "--host", "127.0.0.1", "--port", str(port), "--db",
+                db, "--conductor-name", name, *extra]
 
     return command
 
 
 @contextlib.contextmanager
 def hello_world(db: str, sizes: dict[str, int], args: argparse.Namespace,
-                sql: str | None = None) -> Iterator[tuple[int, Client]]:
+                sql: str | None = None, wrapper: Sequence[str] = (),
+                extra: Sequence[str] = ()) -> Iterator[tuple[int, Client]]:
     """The HTTP floor answering bodies of ``sizes``, warmed up: its PID
     and a client.  With ``sql`` (a database URL), the served floor: each
-    request does its SQL floor work on that database first."""
+    request does its SQL floor work on that database first.  ``wrapper``
+    and ``extra`` (options of ``serve``): as for
+    :func:`benchmarks.reference.start`."""
     os.environ[hello_serve.SIZES_ENV] = ",".join(
         f"{kind}={size}" for kind, size in sizes.items())
     name = "hello" if sql is None else "served-floor"
@@ -216,7 +220,8 @@ def hello_world(db: str, sizes: dict[str, int], args: argparse.Namespace,
         os.environ[hello_serve.RC_ENV] = RC
     target = targets.serve_process(
         name, tempfile.mkdtemp(prefix=f"bench-{name}-"),
-        hello_command(db, name), f"{name}.log", lambda: "")
+        hello_command(db, name, wrapper, extra), f"{name}.log",
+        lambda: "")
     try:
         client = Client(target.endpoint, expect_active=False)
         warm_up(client, args)

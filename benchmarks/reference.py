@@ -66,12 +66,15 @@ def enroll(db: str, count: int, resource_class: str, workdir: str,
 
 
 def start(db: str, name: str = "bench", workers: int | None = None,
-          extra: Sequence[str] = ()) -> targets.Target:
-    """``serve`` on a free port against ``db`` (already upgraded)."""
+          extra: Sequence[str] = (), wrapper: Sequence[str] = ()
+          ) -> targets.Target:
+    """``serve`` on a free port against ``db`` (already upgraded), run by
+    ``wrapper`` when given (a command line that ends where the server's
+    begins)."""
     workdir = tempfile.mkdtemp(prefix="baremetal-alloc-bench-")
 
     def command(port: int) -> list[str]:
-        argv = [SERVER, "--log-level", "WARNING", "serve", "--host",
+        argv = [*wrapper, SERVER, "--log-level", "WARNING", "serve", "--host",
                 "127.0.0.1", "--port", str(port), "--db", db,
                 "--conductor-name", name]
         if workers is not None:
