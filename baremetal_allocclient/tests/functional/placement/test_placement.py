@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 import requests
 import testtools
+from testtools.content import text_content
 
 from baremetal_allocclient.server.allocation.placement.model import (
     MANAGED_TRAIT,
@@ -72,6 +73,20 @@ class PlacementBackendTests(testtools.TestCase):
     def tearDownClass(cls) -> None:
         cls._stop_servers()
         super().tearDownClass()
+
+    def setUp(self) -> None:
+        super().setUp()
+        # Why Placement offered no candidate, or what a sync did, is only
+        # in these logs, gone with the class's working directories.
+        self.addOnException(self._attach_logs)
+
+    def _attach_logs(self, _exc_info: Any) -> None:
+        for name in ("server", "other"):
+            target: Target = getattr(type(self), name)
+            self.addDetail(f"{name} log (end)",
+                           text_content(target.log_tail()))
+        self.addDetail("Placement's requests (the last 100)", text_content(
+            "\n".join(self.placement.requests_made()[-100:])))
 
     # -- helpers ----------------------------------------------------------
     def _provider(self, uuid: str, **expect: Any) -> dict[str, Any]:
