@@ -64,7 +64,6 @@ from typing import Any
 from benchmarks import floor, reference
 
 PARTS = ("app", "sql")  # in a loop
-SERVED = ("server", "http", "served")
 REQUESTS = ("create", "get")
 #: Every periodic service of the application at most once an hour.
 QUIET = ("--heartbeat-interval", "3600", "--heartbeat-timeout", "7200",
