@@ -161,8 +161,7 @@ def measure_database(kind: str, args: argparse.Namespace) -> dict[str, Any]:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--db", nargs="+", default=["sqlite", "postgresql"],
-                        choices=["sqlite", "postgresql"])
+    floor.add_database_option(parser)
     parser.add_argument("--allocations", type=int, default=1000)
     parser.add_argument("--gets", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=5)

@@ -599,10 +599,18 @@ def table(results: dict[str, dict[str, Any]], list_size: int) -> list[str]:
     return lines
 
 
+DATABASES = ("sqlite", "postgresql")
+
+
+def add_database_option(parser: argparse.ArgumentParser) -> None:
+    """``--db``: the kinds of database to measure on (both by default)."""
+    parser.add_argument("--db", nargs="+", default=list(DATABASES),
+                        choices=DATABASES)
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--db", nargs="+", default=["sqlite", "postgresql"],
-                        choices=["sqlite", "postgresql"])
+    add_database_option(parser)
     parser.add_argument("--allocations", type=int, default=1000,
                         help=f"creates measured (as many nodes, plus "
                         f"{2 * WARMUP})")

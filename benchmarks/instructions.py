@@ -291,8 +291,7 @@ def table(results: dict[str, dict[str, Any]]) -> list[str]:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--db", nargs="+", default=["sqlite", "postgresql"],
-                        choices=["sqlite", "postgresql"])
+    floor.add_database_option(parser)
     parser.add_argument("--creates", type=int, nargs=2, default=[100, 300],
                         metavar=("N1", "N2"),
                         help="creates of the shorter and the longer run")

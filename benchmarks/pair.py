@@ -143,8 +143,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--before", required=True,
                         help="the tree whose code is the 'before' side")
-    parser.add_argument("--db", nargs="+", default=["sqlite", "postgresql"],
-                        choices=["sqlite", "postgresql"])
+    floor.add_database_option(parser)
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--creates", type=int, default=100,
                         help="creates per round and side")
