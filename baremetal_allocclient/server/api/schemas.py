@@ -2,6 +2,21 @@
 
 Validation failures become 400s whose message starts like Ironic's
 (``Schema error: ...``) and names the offending value.
+
+Two validators read each schema.  jsonschema-rs decides whether an
+instance passes: a create body with three traits in 0.6 µs, where
+jsonschema takes 93 µs (most of it the traits' ``anyOf`` over the
+os-traits catalogue), the smallest body in 0.4 µs instead of 9.
+Whatever it refuses, or cannot read (a string holding a lone
+surrogate where a pattern applies), is decided again by jsonschema,
+whose verdict stands and whose error names the problem as Ironic's
+does.  Where the two disagree on JSON data (a pattern's ``$`` before a
+final newline, which only Python's ``re`` matches), jsonschema-rs is
+the stricter, so the verdict is always jsonschema's: ``test_schemas``
+checks, on generated JSON data against every schema here, that
+jsonschema-rs never passes what jsonschema refuses.  Instances are
+JSON data, as ``json.loads`` gives it (jsonschema-rs takes a tuple for
+an array, jsonschema does not).
 """
 
 from __future__ import annotations
@@ -13,6 +28,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import jsonschema
+import jsonschema_rs
 import os_traits  # type: ignore[import-untyped]
 
 from baremetal_allocclient import constraints, groups
@@ -375,8 +391,12 @@ MAINTENANCE: dict[str, Any] = {
 def validate(
     instance: object, schema: dict[str, Any], prefix: str = "Schema error"
 ) -> None:
-    """Raise a 400 naming the first problem when ``instance`` is invalid."""
-    validator = _validator(schema)
+    """Raise a 400 naming the first problem when ``instance`` (JSON
+    data) is invalid (see the module's docstring for the two
+    validators)."""
+    checker, validator = _validators(schema)
+    if _passes(checker, instance):
+        return
     error = jsonschema.exceptions.best_match(validator.iter_errors(instance))
     if error is None:
         return
@@ -390,23 +410,34 @@ def validate(
     raise bad_request(f"{prefix}: {message}")
 
 
-#: Validators by the ``id`` of their schema (kept with it, so the id
-#: stays its own): the schemas are module constants or built once, and
-#: making a validator costs as much as validating a request's body.
-_VALIDATORS: dict[int, tuple[dict[str, Any],
-                             jsonschema.Draft202012Validator]] = {}
+def _passes(checker: Any, instance: object) -> bool:
+    """jsonschema-rs's verdict; False when it cannot read ``instance``
+    (jsonschema then decides)."""
+    try:
+        return bool(checker.is_valid(instance))
+    except ValueError:  # a lone surrogate, a key that is not a string
+        return False
+
+
+_Validators = tuple[Any, jsonschema.Draft202012Validator]
+#: Both validators by the ``id`` of their schema (kept with it, so the
+#: id stays its own): the schemas are module constants or built once,
+#: and making jsonschema's validator costs as much as validating a
+#: request's body.
+_VALIDATORS: dict[int, tuple[dict[str, Any], _Validators]] = {}
 _MAX_VALIDATORS = 256
 
 
-def _validator(schema: dict[str, Any]) -> jsonschema.Draft202012Validator:
+def _validators(schema: dict[str, Any]) -> _Validators:
     kept = _VALIDATORS.get(id(schema))
     if kept is not None and kept[0] is schema:
         return kept[1]
-    validator = jsonschema.Draft202012Validator(schema)
+    made = (jsonschema_rs.Draft202012Validator(schema),
+            jsonschema.Draft202012Validator(schema))
     if len(_VALIDATORS) >= _MAX_VALIDATORS:  # a schema built per call
         _VALIDATORS.clear()
-    _VALIDATORS[id(schema)] = (schema, validator)
-    return validator
+    _VALIDATORS[id(schema)] = (schema, made)
+    return made
 
 
 def _with_root_cause(error: jsonschema.ValidationError) -> str:

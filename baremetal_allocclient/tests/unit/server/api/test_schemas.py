@@ -138,3 +138,109 @@ class RootCauseTests(testtools.TestCase):
                                   {"type": "string"})
         self.assertEqual("Schema error: 5 is not of type 'string'",
                          error.message)
+
+
+def _every_schema() -> list[dict[str, Any]]:
+    """Every schema a handler validates against, at the first and the
+    latest version, with and without the extensions."""
+    from baremetal_allocclient.server.ironic.handlers import boot_mode
+
+    found = [value for name, value in vars(schemas).items()
+             if name.isupper() and isinstance(value, dict)
+             and ("type" in value or "anyOf" in value)]
+    found.append(boot_mode.BODY)
+    for version in (Version(1, 1), Version(1, 52), LATEST,
+                    schemas.versions.MAX_VERSION):
+        found += [schemas.allocation_create(version, extended, queue)
+                  for extended in (False, True) for queue in (False, True)]
+        found += [schemas.allocation_group(version),
+                  schemas.node_create(version)]
+    return found
+
+
+def _words(schema: object) -> set[str]:
+    """The property names, enum members and trait-like strings of a
+    schema: what generated instances are made of, so that they reach
+    its inner rules."""
+    words: set[str] = set()
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            if key == "properties" and isinstance(value, dict):
+                words.update(value)
+            if key == "enum":
+                words.update(w for w in value if isinstance(w, str))
+            words |= _words(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            words |= _words(value)
+    return words
+
+
+SCHEMAS = _every_schema()
+WORDS = sorted(set().union(*map(_words, SCHEMAS)))
+# Near misses of the rules' edges: a pattern's anchors, lengths, case.
+EDGES = ["CUSTOM_A", "CUSTOM_A\n", "CUSTOM_", "custom_a", "\nCUSTOM_A",
+         "HW_CPU_X86_VMX\n", "/", "/a", "/a\n", "a/b", "\ud800", "x" * 81,
+         "x" * 256, "CUSTOM_" + "A" * 249, "", "true", "1", "null"]
+
+
+def _json_data() -> Any:
+    from hypothesis import strategies as st
+
+    scalars = st.one_of(
+        st.none(), st.booleans(),
+        st.integers(min_value=-2**70, max_value=2**70),
+        st.floats(), st.text(max_size=20),
+        st.sampled_from(WORDS + EDGES))
+    return st.recursive(scalars, lambda inner: st.one_of(
+        st.lists(inner, max_size=6),
+        st.dictionaries(st.one_of(st.sampled_from(WORDS), st.text(
+            max_size=8)), inner, max_size=6)), max_leaves=25)
+
+
+class TwoValidatorsTests(testtools.TestCase):
+    """jsonschema-rs passes nothing jsonschema refuses (the module's
+    docstring), so the verdict of ``validate`` is jsonschema's."""
+
+    def test_fast_never_passes_what_jsonschema_refuses(self) -> None:
+        from hypothesis import given, settings
+        from hypothesis import strategies as st
+
+        @settings(max_examples=3000, deadline=None, database=None)
+        @given(st.sampled_from(SCHEMAS), _json_data())
+        def check(schema: dict[str, Any], instance: Any) -> None:
+            fast, slow = schemas._validators(schema)
+            if schemas._passes(fast, instance):
+                self.assertTrue(slow.is_valid(instance),
+                                f"{instance!r} against {schema!r:.200}")
+
+        check()
+
+    def test_what_only_jsonschema_passes_is_still_valid(self) -> None:
+        # jsonschema-rs refuses it (a pattern's "$" is the end of the
+        # string); jsonschema passes it, as Ironic's does, and its
+        # verdict stands, as before jsonschema-rs was used.
+        create = schemas.allocation_create(LATEST)
+        body = {"resource_class": "x", "traits": ["CUSTOM_A\n"]}
+        fast, _slow = schemas._validators(create)
+        self.assertFalse(schemas._passes(fast, body))
+        schemas.validate(body, create)
+
+    def test_what_the_fast_validator_cannot_read_jsonschema_decides(
+            self) -> None:
+        create = schemas.allocation_create(LATEST)
+        body = {"resource_class": "x", "traits": ["CUSTOM_A\ud800"]}
+        fast, _slow = schemas._validators(create)
+        self.assertRaises(ValueError, fast.is_valid, body)
+        error = self.assertRaises(ApiError, schemas.validate, body, create)
+        self.assertEqual(400, error.status)
+        self.assertIn("is not valid under any of the given schemas",
+                      error.message)
+
+    def test_valid_bodies_pass_the_fast_validator(self) -> None:
+        create = schemas.allocation_create(LATEST)
+        body = {"resource_class": "x", "name": "a", "extra": {"k": [1]},
+                "traits": ["CUSTOM_A", "HW_CPU_X86_VMX", "HW_CPU_X86_AVX2"],
+                "candidate_nodes": ["n"]}
+        fast, _slow = schemas._validators(create)
+        self.assertTrue(schemas._passes(fast, body))
