@@ -145,3 +145,22 @@ class AppLoopBenchmarkTest(unittest.TestCase):
             self.assertTrue(all(value > 0
                                 for value in result[figure].values()))
         self.assertEqual(2, len(result["rounds"]["app"]["create"]))
+
+
+class TraitsBenchmarkTest(unittest.TestCase):
+    """``python -m benchmarks.traits`` times creates with traits on
+    fleets of the sizes given: a line per size, its rounds in its JSON."""
+
+    def test_sqlite(self) -> None:
+        stdout, output = run_benchmark(
+            self, "benchmarks.traits", "--db", "sqlite", "--fleet", "60",
+            "120", "--creates", "10", "--rounds", "2")
+        lines = [line.split() for line in stdout.splitlines()]
+        self.assertEqual([["sqlite", "60"], ["sqlite", "120"]],
+                         [line[:2] for line in lines[1:3]], stdout)
+        with open(output) as stream:
+            result = json.load(stream)["results"]["sqlite"]
+        for nodes in ("60", "120"):
+            self.assertEqual(2, len(result[nodes]["rounds"]["create"]))
+            self.assertGreater(result[nodes]["create_cpu_ms"], 0)
+            self.assertIsNone(result[nodes]["database_cpu_ms"])

@@ -10,6 +10,12 @@ deployed, 40 free) and a wide one (3,000 free).  A window from the
 lowest id must read about as many rows in the second and third as in
 the first, as the database itself counts them once the driver
 prepared the statement (``_reads``).
+
+A trait every node has (6,100 nodes) is looked up for the nodes at
+hand, in the window and in the check of one node that the
+compare-and-set taking it makes: a request with it reads at most about
+twice what the same request without it reads, not the traits of every
+node that has it.
 """
 
 from __future__ import annotations
@@ -18,11 +24,14 @@ import uuid as uuidlib
 from typing import Any
 
 import testtools
-from sqlalchemy import insert
+from sqlalchemy import bindparam, insert, select
 
 from baremetal_allocclient.server import node_states as ns
 from baremetal_allocclient.server.allocation import matching, selection
-from baremetal_allocclient.server.db.models import Node
+from baremetal_allocclient.server.db.driver_statements import (
+    driver_statement,
+)
+from baremetal_allocclient.server.db.models import Node, NodeTrait
 from baremetal_allocclient.tests.functional.multiprocess import (
     _databases,
     _reads,
@@ -31,6 +40,8 @@ from baremetal_allocclient.tests.functional.multiprocess import (
 #: Reads allowed beyond twice the small class's (SQLite counts
 #: virtual-machine steps in tens): far below one per node passed over.
 SLACK = 100
+#: A trait every node of every class has.
+COMMON = "CUSTOM_COMMON"
 
 
 class _WindowReads(_databases.MigratedPerClass):
@@ -41,6 +52,10 @@ class _WindowReads(_databases.MigratedPerClass):
                                    ("wide", 0, 3000)):
             cls._nodes(rc, ns.ACTIVE, deployed)
             cls._nodes(rc, ns.AVAILABLE, free)
+        with cls.db.write() as session:
+            ids = session.scalars(select(Node.id)).all()
+            session.execute(insert(NodeTrait), [
+                {"node_id": node_id, "trait": COMMON} for node_id in ids])
         _reads.analyze(cls.db, cls.kind)
 
     @classmethod
@@ -54,8 +69,8 @@ class _WindowReads(_databases.MigratedPerClass):
                  "power_state": "power off", "maintenance": False}
                 for _ in range(count)])
 
-    def _window_reads(self, rc: str) -> int:
-        request = selection.Request(resource_class=rc)
+    def _window_reads(self, rc: str, traits: tuple[str, ...] = ()) -> int:
+        request = selection.Request(resource_class=rc, traits=traits)
         filters = tuple(selection.active_filters(request))
         with self.db.read_connection() as conn:
             def window() -> list[selection.CandidateRow]:
@@ -64,6 +79,29 @@ class _WindowReads(_databases.MigratedPerClass):
             test: Any = self
             test.assertEqual(matching.CANDIDATE_WINDOW, len(window()))
             return _reads.Reads(self.kind, conn).of(window)
+
+    def _node_check_reads(self, rc: str, traits: tuple[str, ...]) -> int:
+        """What checking that one free node passes the filters of a
+        request reads: the predicates of the compare-and-set that takes a
+        node (``reservation._take_node``)."""
+        request = selection.Request(resource_class=rc, traits=traits)
+        filters = tuple(selection.active_filters(request))
+        check = select(Node.id).where(Node.id == bindparam("node"),
+                                      *matching.predicates(filters))
+        with self.db.read_connection() as conn:
+            node_id = conn.scalar(
+                select(Node.id).where(Node.resource_class == rc,
+                                      Node.provision_state == ns.AVAILABLE)
+                .order_by(Node.id.desc()).limit(1))
+            statement = driver_statement(check, conn.dialect)
+            params = {**matching.filter_params(request), "node": node_id}
+
+            def read() -> Any:
+                return statement.first(conn, params)
+
+            test: Any = self
+            test.assertIsNotNone(read())
+            return _reads.Reads(self.kind, conn).of(read)
 
     def test_window_reads_do_not_grow_with_the_fleet(self) -> None:
         test: Any = self
@@ -74,6 +112,17 @@ class _WindowReads(_databases.MigratedPerClass):
                 reads, small * 2 + SLACK,
                 f"{rc}: a window read {reads}, against {small} in a "
                 f"class of 60 nodes")
+
+    def test_a_trait_is_read_for_the_nodes_at_hand(self) -> None:
+        test: Any = self
+        for rc in ("small", "in-use", "wide"):
+            for reads in (self._window_reads, self._node_check_reads):
+                without = reads(rc, ())
+                with_trait = reads(rc, (COMMON,))
+                test.assertLessEqual(
+                    with_trait, without * 2 + SLACK,
+                    f"{rc}: {reads.__name__} read {with_trait} for a "
+                    f"request with a trait, {without} without")
 
 
 class SQLiteWindowReads(_WindowReads, testtools.TestCase):
