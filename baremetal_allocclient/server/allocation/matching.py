@@ -161,7 +161,10 @@ def _predicate(flt: AnyFilter) -> list[ColumnElement[bool]]:
     # per trait: an uncorrelated ``Node.id IN (SELECT node_id ... GROUP
     # BY node_id HAVING count = n)`` was worked out whole by every
     # statement, the traits of every node that had one of them read to
-    # look at 32 nodes or take one (``test_matching``).
+    # look at 32 nodes or take one (``test_window_reads``).  A trait few
+    # free nodes have makes a window walk more of its class's free nodes
+    # instead ("A trait looked up for the node at hand" in
+    # doc/source/internals/benchmarks.rst).
     has_all = (
         select(func.count())
         .where(NodeTrait.node_id == Node.id,
