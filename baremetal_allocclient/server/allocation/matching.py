@@ -232,7 +232,7 @@ def candidate_query(
 
 
 def _window_predicates(
-    filters: tuple[AnyFilter, ...]
+    filters: tuple[AnyFilter, ...], by_class: bool = True
 ) -> list[ColumnElement[bool]]:
     """``predicates`` with the "is free" tests written so that no SQLite
     index can serve them (:func:`unindexed`).
@@ -241,14 +241,19 @@ def _window_predicates(
     index for a one-row lookup and walks every free node in the fleet;
     this way the selection index (resource class, state, maintenance,
     id) yields the window directly, as it does on the other databases.
+    Not ``by_class``: the resource class is written unindexed too, for
+    a lookup by UUID (SQLite would walk the class's free nodes on the
+    selection index instead).
     """
     result: list[ColumnElement[bool]] = []
+    resource_class = (Node.resource_class if by_class
+                      else unindexed(Node.resource_class))
     for flt in filters:
         if flt is not Filter.RESOURCE_CLASS:
             result.extend(_predicate(flt))
             continue
         result += [
-            Node.resource_class == bindparam("f_resource_class"),
+            resource_class == bindparam("f_resource_class"),
             Node.provision_state == ns.AVAILABLE,
             # An equality (the column is NOT NULL), which MariaDB can
             # use as the index's third column; ``IS FALSE`` it cannot.
@@ -268,6 +273,30 @@ def _named_candidate_query(
     return select(Node.id, Node.name, Node.uuid).where(
         *predicates(filters), Node.name == bindparam("w_name")
     )
+
+
+@functools.cache
+def _candidates_query(
+    filters: tuple[AnyFilter, ...]
+) -> Select[int, str | None, str]:
+    """The nodes of a request's ``candidate_nodes`` passing every filter,
+    looked up by UUID: at most as many rows as candidates, where a
+    window along the selection index walks the class's free nodes until
+    it finds the few named."""
+    return select(Node.id, Node.name, Node.uuid).where(
+        *_window_predicates(filters, by_class=False))
+
+
+def _among_candidates(conn: Any, filters: tuple[AnyFilter, ...],
+                      params: dict[str, Any], pivot: int, limit: int
+                      ) -> list[CandidateRow]:
+    """:func:`candidate_window` of a request with ``candidate_nodes``:
+    the same rows (from id ``pivot`` on, wrapping around, in id order),
+    found in one statement by UUID."""
+    rows = driver_statement(_candidates_query(filters), conn.dialect).rows(
+        conn, params)
+    rows.sort(key=lambda row: (row[0] < pivot, row[0]))
+    return rows[:limit]
 
 
 _HIGHEST_NODE_ID = select(func.max(Node.id))
@@ -297,9 +326,12 @@ def candidate_window(
     conn = (session.connection() if isinstance(session, Session)
             else session)
     params = filter_params(request)
-    rows = driver_statement(candidate_query(key), conn.dialect).rows(
-        conn, {**params, "w_pivot": pivot, "w_limit": limit})
-    if len(rows) < limit:
+    if Filter.CANDIDATES in key:
+        rows = _among_candidates(conn, key, params, pivot, limit)
+    else:
+        rows = driver_statement(candidate_query(key), conn.dialect).rows(
+            conn, {**params, "w_pivot": pivot, "w_limit": limit})
+    if len(rows) < limit and Filter.CANDIDATES not in key:
         rows += driver_statement(candidate_query(key, True), conn.dialect
                                  ).rows(conn, {**params, "w_pivot": pivot,
                                                "w_limit": limit - len(rows)})

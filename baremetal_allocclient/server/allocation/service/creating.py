@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -60,26 +60,45 @@ from baremetal_allocclient.server.db.models import (
 LOG = logging.getLogger(__name__)
 
 
+#: The nodes a request's ``candidate_nodes`` name, by UUID or by name:
+#: only what :func:`resolve_candidates` needs, in one statement however
+#: many there are (one ORM read each cost 0.2 ms of a create per
+#: candidate).
+_CANDIDATES = select(Node.uuid, Node.name, Node.owner, Node.lessee).where(
+    or_(Node.uuid.in_(bindparam("uuids", expanding=True)),
+        Node.name.in_(bindparam("names", expanding=True))))
+
+
 def resolve_candidates(
     session: Session, who: Principal, idents: Sequence[str]
 ) -> list[str]:
-    """The UUIDs of ``candidate_nodes`` (in the caller's transaction);
-    400 naming every one missing or hidden from ``who``."""
-    found: list[str] = []
+    """The UUIDs of ``candidate_nodes`` (in the caller's transaction, in
+    their order, each once); 400 naming every one missing or hidden from
+    ``who``."""
+    wanted = [(ident, schemas.is_uuid_like(ident))
+              for ident in map(schemas.canonical_uuid, idents)]
+    if not wanted:
+        return []
+    rows = session.connection().execute(_CANDIDATES, {
+        "uuids": [ident for ident, by_uuid in wanted if by_uuid],
+        "names": [ident for ident, by_uuid in wanted if not by_uuid],
+    }).all()
+    # Text compares exactly on every database (db/collation.py), as here.
+    by_uuid = {row.uuid: row for row in rows}
+    by_name = {row.name: row for row in rows if row.name is not None}
+    found: dict[str, None] = {}
     missing: list[str] = []
-    for ident in map(schemas.canonical_uuid, idents):
-        node = lookups.node_by_ident(
-            session, ident, by_uuid=schemas.is_uuid_like(ident), lock=False
-        )
+    for ident, is_uuid in wanted:
+        node = (by_uuid if is_uuid else by_name).get(ident)
         if node is None or not policy.node_visible(
             who, node.owner, node.lessee
         ):
             missing.append(ident)
-        elif node.uuid not in found:
-            found.append(node.uuid)
+        else:
+            found[node.uuid] = None
     if missing:
         raise bad_request(f"Nodes cannot be found: {', '.join(missing)}")
-    return found
+    return list(found)
 
 
 def candidates_in_read(

@@ -15,7 +15,9 @@ A trait every node has (6,100 nodes) is looked up for the nodes at
 hand, in the window and in the check of one node that the
 compare-and-set taking it makes: a request with it reads at most about
 twice what the same request without it reads, not the traits of every
-node that has it.
+node that has it.  A request naming five candidate nodes reads them by
+UUID, in one statement to check they exist and one window, not the
+class's free nodes until it meets them.
 """
 
 from __future__ import annotations
@@ -24,10 +26,12 @@ import uuid as uuidlib
 from typing import Any
 
 import testtools
-from sqlalchemy import bindparam, insert, select
+from sqlalchemy import bindparam, event, insert, select
 
 from baremetal_allocclient.server import node_states as ns
 from baremetal_allocclient.server.allocation import matching, selection
+from baremetal_allocclient.server.allocation.service import creating
+from baremetal_allocclient.server.api.auth import Principal
 from baremetal_allocclient.server.db.driver_statements import (
     driver_statement,
 )
@@ -69,16 +73,27 @@ class _WindowReads(_databases.MigratedPerClass):
                  "power_state": "power off", "maintenance": False}
                 for _ in range(count)])
 
-    def _window_reads(self, rc: str, traits: tuple[str, ...] = ()) -> int:
-        request = selection.Request(resource_class=rc, traits=traits)
+    def _window_reads(self, rc: str, traits: tuple[str, ...] = (),
+                      candidates: tuple[str, ...] = ()) -> int:
+        request = selection.Request(resource_class=rc, traits=traits,
+                                    candidate_nodes=candidates)
         filters = tuple(selection.active_filters(request))
         with self.db.read_connection() as conn:
             def window() -> list[selection.CandidateRow]:
                 return matching.candidate_window(conn, request, filters, 1)
 
             test: Any = self
-            test.assertEqual(matching.CANDIDATE_WINDOW, len(window()))
+            test.assertEqual(
+                len(candidates) or matching.CANDIDATE_WINDOW, len(window()))
             return _reads.Reads(self.kind, conn).of(window)
+
+    def _last_free(self, rc: str, count: int) -> list[str]:
+        """The UUIDs of the class's ``count`` free nodes of highest id."""
+        with self.db.read_connection() as conn:
+            return list(conn.scalars(
+                select(Node.uuid).where(Node.resource_class == rc,
+                                        Node.provision_state == ns.AVAILABLE)
+                .order_by(Node.id.desc()).limit(count)))
 
     def _node_check_reads(self, rc: str, traits: tuple[str, ...]) -> int:
         """What checking that one free node passes the filters of a
@@ -123,6 +138,36 @@ class _WindowReads(_databases.MigratedPerClass):
                     with_trait, without * 2 + SLACK,
                     f"{rc}: {reads.__name__} read {with_trait} for a "
                     f"request with a trait, {without} without")
+
+    def test_a_window_among_candidates_reads_them_by_uuid(self) -> None:
+        test: Any = self
+        small = self._window_reads("small")
+        for rc in ("small", "wide"):
+            named = tuple(self._last_free(rc, 5))
+            reads = self._window_reads(rc, candidates=named)
+            test.assertLessEqual(
+                reads, small * 2 + SLACK,
+                f"{rc}: a window among 5 candidates read {reads}, "
+                f"against {small} for a window of 32 in a class of 60")
+
+    def test_candidates_are_looked_up_in_one_statement(self) -> None:
+        test: Any = self
+        sent: list[str] = []
+
+        def count(*args: Any) -> None:
+            sent.append(args[2])
+
+        admin = Principal(user=None, project=None, admin=True)
+        named = self._last_free("wide", 40)
+        for idents in (named[:1], [name.upper() for name in named]):
+            sent.clear()
+            event.listen(self.db.engine, "before_cursor_execute", count)
+            try:
+                found = creating.candidates_in_read(self.db, admin, idents)
+            finally:
+                event.remove(self.db.engine, "before_cursor_execute", count)
+            test.assertEqual([ident.lower() for ident in idents], found)
+            test.assertEqual(1, len(sent), sent)
 
 
 class SQLiteWindowReads(_WindowReads, testtools.TestCase):
