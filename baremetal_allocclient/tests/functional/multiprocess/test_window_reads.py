@@ -118,37 +118,32 @@ class _WindowReads(_databases.MigratedPerClass):
             test.assertIsNotNone(read())
             return _reads.Reads(self.kind, conn).of(read)
 
-    def test_window_reads_do_not_grow_with_the_fleet(self) -> None:
+    def _assert_about(self, reads: int, baseline: int, what: str) -> None:
+        """``reads`` at most twice ``baseline`` and :data:`SLACK`."""
         test: Any = self
+        test.assertLessEqual(reads, baseline * 2 + SLACK,
+                             f"{what} read {reads}, against {baseline}")
+
+    def test_window_reads_do_not_grow_with_the_fleet(self) -> None:
         small = self._window_reads("small")
         for rc in ("in-use", "wide"):
-            reads = self._window_reads(rc)
-            test.assertLessEqual(
-                reads, small * 2 + SLACK,
-                f"{rc}: a window read {reads}, against {small} in a "
-                f"class of 60 nodes")
+            self._assert_about(self._window_reads(rc), small,
+                               f"{rc}: a window (class of 60 nodes)")
 
     def test_a_trait_is_read_for_the_nodes_at_hand(self) -> None:
-        test: Any = self
         for rc in ("small", "in-use", "wide"):
             for reads in (self._window_reads, self._node_check_reads):
-                without = reads(rc, ())
-                with_trait = reads(rc, (COMMON,))
-                test.assertLessEqual(
-                    with_trait, without * 2 + SLACK,
-                    f"{rc}: {reads.__name__} read {with_trait} for a "
-                    f"request with a trait, {without} without")
+                self._assert_about(
+                    reads(rc, (COMMON,)), reads(rc, ()),
+                    f"{rc}: {reads.__name__} with a trait (without it)")
 
     def test_a_window_among_candidates_reads_them_by_uuid(self) -> None:
-        test: Any = self
         small = self._window_reads("small")
         for rc in ("small", "wide"):
             named = tuple(self._last_free(rc, 5))
-            reads = self._window_reads(rc, candidates=named)
-            test.assertLessEqual(
-                reads, small * 2 + SLACK,
-                f"{rc}: a window among 5 candidates read {reads}, "
-                f"against {small} for a window of 32 in a class of 60")
+            self._assert_about(
+                self._window_reads(rc, candidates=named), small,
+                f"{rc}: a window among 5 candidates (32 in a class of 60)")
 
     def test_candidates_are_looked_up_in_one_statement(self) -> None:
         test: Any = self
