@@ -219,13 +219,17 @@ def candidate_query(
 
     Otherwise a database may walk the primary key from the pivot past
     every deployed node, or read every free node of the class and sort
-    them (:mod:`~baremetal_allocclient.server.db.planner_hints`).
+    them (:mod:`~baremetal_allocclient.server.db.planner_hints`).  With
+    ``candidate_nodes`` the nodes are read by UUID and the few found
+    sorted, instead: SQLite would walk the class's free nodes along the
+    selection index until it met them.
     """
     pivot: BindParameter[int] = bindparam("w_pivot")
     position = Node.id < pivot if before else Node.id >= pivot
+    by_class = Filter.CANDIDATES not in filters
     return (
         select(Node.id, Node.name, Node.uuid)
-        .where(*_window_predicates(filters), position)
+        .where(*_window_predicates(filters, by_class), position)
         .order_by(index_order(_SELECTION_FIXED, Node.id))
         .limit(bindparam("w_limit", type_=Integer))
     )
@@ -241,9 +245,8 @@ def _window_predicates(
     index for a one-row lookup and walks every free node in the fleet;
     this way the selection index (resource class, state, maintenance,
     id) yields the window directly, as it does on the other databases.
-    Not ``by_class``: the resource class is written unindexed too, for
-    a lookup by UUID (SQLite would walk the class's free nodes on the
-    selection index instead).
+    Not ``by_class``: the resource class is written unindexed too, so
+    that SQLite looks the nodes up by UUID (``candidate_nodes``).
     """
     result: list[ColumnElement[bool]] = []
     resource_class = (Node.resource_class if by_class
@@ -275,30 +278,6 @@ def _named_candidate_query(
     )
 
 
-@functools.cache
-def _candidates_query(
-    filters: tuple[AnyFilter, ...]
-) -> Select[int, str | None, str]:
-    """The nodes of a request's ``candidate_nodes`` passing every filter,
-    looked up by UUID: at most as many rows as candidates, where a
-    window along the selection index walks the class's free nodes until
-    it finds the few named."""
-    return select(Node.id, Node.name, Node.uuid).where(
-        *_window_predicates(filters, by_class=False))
-
-
-def _among_candidates(conn: Any, filters: tuple[AnyFilter, ...],
-                      params: dict[str, Any], pivot: int, limit: int
-                      ) -> list[CandidateRow]:
-    """:func:`candidate_window` of a request with ``candidate_nodes``:
-    the same rows (from id ``pivot`` on, wrapping around, in id order),
-    found in one statement by UUID."""
-    rows = driver_statement(_candidates_query(filters), conn.dialect).rows(
-        conn, params)
-    rows.sort(key=lambda row: (row[0] < pivot, row[0]))
-    return rows[:limit]
-
-
 _HIGHEST_NODE_ID = select(func.max(Node.id))
 
 
@@ -326,12 +305,9 @@ def candidate_window(
     conn = (session.connection() if isinstance(session, Session)
             else session)
     params = filter_params(request)
-    if Filter.CANDIDATES in key:
-        rows = _among_candidates(conn, key, params, pivot, limit)
-    else:
-        rows = driver_statement(candidate_query(key), conn.dialect).rows(
-            conn, {**params, "w_pivot": pivot, "w_limit": limit})
-    if len(rows) < limit and Filter.CANDIDATES not in key:
+    rows = driver_statement(candidate_query(key), conn.dialect).rows(
+        conn, {**params, "w_pivot": pivot, "w_limit": limit})
+    if len(rows) < limit:
         rows += driver_statement(candidate_query(key, True), conn.dialect
                                  ).rows(conn, {**params, "w_pivot": pivot,
                                                "w_limit": limit - len(rows)})
