@@ -80,8 +80,8 @@ def resolve_candidates(
     if not wanted:
         return []
     rows = session.connection().execute(_CANDIDATES, {
-        "uuids": [ident for ident, by_uuid in wanted if by_uuid],
-        "names": [ident for ident, by_uuid in wanted if not by_uuid],
+        "uuids": [ident for ident, is_uuid in wanted if is_uuid],
+        "names": [ident for ident, is_uuid in wanted if not is_uuid],
     }).all()
     # Text compares exactly on every database (db/collation.py), as here.
     by_uuid = {row.uuid: row for row in rows}
