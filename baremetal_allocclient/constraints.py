@@ -169,7 +169,8 @@ class Constraints:
     require_node_name: bool = False
 
     def __bool__(self) -> bool:
-        return self != NO_CONSTRAINTS
+        # (``is`` first: most requests hold the shared empty one)
+        return self is not NO_CONSTRAINTS and self != NO_CONSTRAINTS
 
     def to_wire(self) -> dict[str, Any]:
         """The extension's JSON document (only the fields set)."""

@@ -38,6 +38,7 @@ Usage (from the repository root; valgrind on ``PATH``)::
 
     .venv/bin/python -m benchmarks.instructions            # ~10 min
     .venv/bin/python -m benchmarks.instructions --db sqlite
+    .venv/bin/python -m benchmarks.instructions --loops-only  # ~2 min
 
 Results go to ``benchmarks/results/instructions.json`` (``--output``).
 """
@@ -250,11 +251,16 @@ def measure_database(kind: str, args: argparse.Namespace) -> dict[str, Any]:
             # (First: PostgreSQL copies its templates while nobody is
             # connected to them.)
             counts = measure_loops(dbs, kind, args, workdir)
-            floor.log(f"{kind}: the server, the HTTP floor and the served "
-                      f"floor, under callgrind")
-            counts.update(measure_served(dbs, args, workdir))
+            if not args.loops_only:
+                floor.log(f"{kind}: the server, the HTTP floor and the "
+                          f"served floor, under callgrind")
+                counts.update(measure_served(dbs, args, workdir))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+    loop_ratio = {request: counts["app"][request] / counts["sql"][request]
+                  for request in REQUESTS}
+    if args.loops_only:
+        return {"instructions": counts, "ratio_loop": loop_ratio}
     return {"instructions": counts,
             "ratio": {request: counts["server"][request]
                       / (counts["http"][request] + counts["sql"][request])
@@ -262,9 +268,7 @@ def measure_database(kind: str, args: argparse.Namespace) -> dict[str, Any]:
             "ratio_served": {request: counts["server"][request]
                              / counts["served"][request]
                              for request in REQUESTS},
-            "ratio_loop": {request: counts["app"][request]
-                           / counts["sql"][request]
-                           for request in REQUESTS}}
+            "ratio_loop": loop_ratio}
 
 
 def table(results: dict[str, dict[str, Any]]) -> list[str]:
@@ -276,6 +280,14 @@ def table(results: dict[str, dict[str, Any]]) -> list[str]:
     for kind, result in results.items():
         counts = result["instructions"]
         for request in REQUESTS:
+            if "server" not in counts:  # --loops-only
+                lines.append(
+                    f"{kind:10}  {request:8}  {'':>8}  {'':>10}  "
+                    f"{counts['sql'][request] / 1e3:>9,.0f}  {'':>6}  "
+                    f"{'':>12}  {'':>6}  "
+                    f"{counts['app'][request] / 1e3:>13,.0f}  "
+                    f"{result['ratio_loop'][request]:>5.2f}x")
+                continue
             lines.append(
                 f"{kind:10}  {request:8}  "
                 f"{counts['server'][request] / 1e3:>8,.0f}  "
@@ -298,6 +310,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--gets", type=int, default=2000)
     parser.add_argument("--parallel", type=int, default=os.cpu_count() or 1,
                         help="runs at once (the counts do not depend on it)")
+    parser.add_argument("--loops-only", action="store_true",
+                        help="count only the application and the SQL floor "
+                             "in a loop (a minute a database): enough to "
+                             "compare two versions of the application")
     parser.add_argument("--output", default=os.path.join(
         floor.RESULTS, "instructions.json"))
     parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)

@@ -82,9 +82,13 @@ def loads(raw: bytes) -> Any:
     that cannot be stored."""
     try:
         # (as json.loads reads bytes: UTF-8, -16 or -32)
-        value = _DECODER.decode(
-            raw.decode(json.detect_encoding(raw), "surrogatepass"))
-        problem = value_problem(value)
+        encoding = json.detect_encoding(raw)
+        value = _DECODER.decode(raw.decode(encoding, "surrogatepass"))
+        # UTF-8 all ASCII, no escape: no string holds a NUL or a surrogate
+        # (the decoder refuses a raw control character), and the decoder's
+        # hooks refused any non-finite number.
+        problem = None if (encoding == "utf-8" and raw.isascii()
+                           and b"\\u" not in raw) else value_problem(value)
         if problem:
             raise Unstorable(problem)
     except Unstorable as exc:

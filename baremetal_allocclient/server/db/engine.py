@@ -386,6 +386,89 @@ def json_text(value: Any) -> str:
     return str(json.dumps(value))
 
 
+class _StatementConnection:
+    """The block of :meth:`Database.statement_connection` (a class, not
+    a generator: a poll and a create open one)."""
+
+    __slots__ = ("_autocommit", "_conn", "_db")
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def __enter__(self) -> DriverConnection:
+        db = self._db
+        conn = DriverConnection(db.engine, transaction=False,
+                                kept=db._kept)
+        self._autocommit = db.engine.dialect.name == "postgresql"
+        if self._autocommit:
+            try:
+                _set_autocommit(conn, True)
+            except BaseException:
+                self._end(conn)
+                raise
+        self._conn = conn
+        return conn
+
+    def __exit__(self, *_: Any) -> None:
+        self._end(self._conn)
+
+    def _end(self, conn: DriverConnection) -> None:
+        try:
+            if self._autocommit and conn.connection.is_valid:
+                _set_autocommit(conn, False)
+        except DBAPIError:
+            pass  # invalidated: the pool replaces it
+        conn.end(commit=False)
+
+
+class _WriteConnection:
+    """The block of :meth:`Database.write_connection`: a transaction on
+    a :class:`DriverConnection`, committed when the block ends, rolled
+    back when it raises.  (A class, not a generator: a create opens
+    two.)"""
+
+    __slots__ = ("_conn", "_db")
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def __enter__(self) -> DriverConnection:
+        db = self._db
+        if not db.is_sqlite:
+            self._conn = DriverConnection(db.engine, kept=db._kept)
+            return self._conn
+        db._write_lock.acquire()
+        try:
+            conn = DriverConnection(db.engine, kept=db._kept)
+        except BaseException:
+            db._write_lock.release()
+            raise
+        try:
+            driver_statement(_BEGIN[True], conn.dialect).rowcount(conn, {})
+        except BaseException:
+            conn.end(commit=False)
+            db._write_lock.release()
+            raise
+        self._conn = conn
+        return conn
+
+    def __exit__(self, kind: type[BaseException] | None, *_: Any) -> None:
+        db = self._db
+        try:
+            if kind is not None:
+                self._conn.end(commit=False)
+                return
+            try:
+                self._conn.end(commit=True)
+            except DBAPIError as exc:
+                if not db.is_sqlite and is_unavailable(exc):
+                    raise CommitOutcomeUnknown(short_reason(exc)) from exc
+                raise
+        finally:
+            if db.is_sqlite:
+                db._write_lock.release()
+
+
 class Database:
     """Owns the engine and hands out read and write transactions."""
 
@@ -509,8 +592,7 @@ class Database:
         with self.engine.connect() as conn, conn.begin():
             yield conn
 
-    @contextlib.contextmanager
-    def statement_connection(self) -> Iterator[DriverConnection]:
+    def statement_connection(self) -> _StatementConnection:
         """A :class:`DriverConnection` for reads of
         ``db.driver_statements`` that need no snapshot across statements
         (the poll's one statement, a page of a list, the candidate
@@ -520,50 +602,15 @@ class Database:
         autocommit for the block, saving those two round trips).
         MariaDB keeps its implicit transaction, rolled back at the end:
         switching its autocommit costs a round trip each way."""
-        conn = DriverConnection(self.engine, transaction=False,
-                                kept=self._kept)
-        autocommit = self.engine.dialect.name == "postgresql"
-        try:
-            if autocommit:
-                _set_autocommit(conn, True)
-            yield conn
-        finally:
-            try:
-                if autocommit and conn.connection.is_valid:
-                    _set_autocommit(conn, False)
-            except DBAPIError:
-                pass  # invalidated: the pool replaces it
-            conn.end(commit=False)
+        return _StatementConnection(self)
 
-    @contextlib.contextmanager
-    def write_connection(self) -> Iterator[DriverConnection]:
+    def write_connection(self) -> _WriteConnection:
         """:meth:`write` for statements of ``db.driver_statements`` only
         (a create's): the same in-process lock and ``BEGIN IMMEDIATE`` on
         SQLite, the same :class:`CommitOutcomeUnknown` elsewhere, on a
         :class:`DriverConnection` (no ORM session, no SQLAlchemy
         ``Connection``)."""
-        if not self.is_sqlite:
-            with _commit_outcome_reported(self._driver_transaction()) \
-                    as conn:
-                yield conn
-            return
-        with self._write_lock, self._driver_transaction() as conn:
-            yield conn
-
-    @contextlib.contextmanager
-    def _driver_transaction(self) -> Iterator[DriverConnection]:
-        """A transaction on a :class:`DriverConnection`, committed when
-        the block ends, rolled back when it raises."""
-        conn = DriverConnection(self.engine, kept=self._kept)
-        try:
-            if self.is_sqlite:
-                driver_statement(_BEGIN[True], conn.dialect).rowcount(
-                    conn, {})
-            yield conn
-        except BaseException:
-            conn.end(commit=False)
-            raise
-        conn.end(commit=True)
+        return _WriteConnection(self)
 
     def dispose(self) -> None:
         """Close pooled connections."""

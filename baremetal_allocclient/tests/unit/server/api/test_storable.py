@@ -28,6 +28,23 @@ class LoadsTests(testtools.TestCase):
             raw = json.dumps(value).encode()
             self.assertIn("not allowed", self.refused(raw), raw)
 
+    def test_in_every_encoding_and_written_raw(self) -> None:
+        # An ASCII UTF-8 body without an escape is not walked again: the
+        # same values in UTF-16 or -32 (ASCII bytes, escapes spelled
+        # with NULs between), raw in UTF-8, or as a raw control
+        # character, are still refused.
+        for value in ("a\x00b", {"k": "\ud800"}, {"\x00": 1}):
+            escaped = json.dumps(value)
+            for encoding in ("utf-16-le", "utf-16-be", "utf-32-le",
+                             "utf-32-be", "utf-8-sig"):
+                raw = escaped.encode(encoding)
+                self.assertIn("not allowed", self.refused(raw), raw)
+            raw = json.dumps(value, ensure_ascii=False).encode(
+                "utf-8", "surrogatepass")
+            self.assertIn("not allowed", self.refused(raw), raw)
+        for raw in (b'{"a": "x\x00y"}', b'{"a\x00": 1}', b'["\x00"]'):
+            self.assertIn("Invalid JSON", self.refused(raw), raw)
+
     def test_ordinary_documents_pass(self) -> None:
         value = {"name": "n\u00e9e", "emoji": "\U0001f600", "f": 1.5e308,
                  "i": 10 ** 30, "n": None, "list": [True, -0.0, "%00"]}
