@@ -318,7 +318,18 @@ class Rounds:
 
     def ratios(self) -> dict[str, float]:
         """Per kind, the median over rounds of server / (HTTP + SQL)."""
-        return self._ratios_to({kind: [
+        return {kind: statistics.median(values)
+                for kind, values in self.round_ratios().items()}
+
+    def ratio_ranges(self) -> dict[str, tuple[float, float]]:
+        """Per kind, the lowest and the highest round's server / (HTTP +
+        SQL): how far one round is from the median."""
+        return {kind: (min(values), max(values))
+                for kind, values in self.round_ratios().items()}
+
+    def round_ratios(self) -> dict[str, list[float]]:
+        """Per kind, each round's server / (HTTP + SQL)."""
+        return self._each_round({kind: [
             http + sql for http, sql in zip(
                 self.samples["http"][kind], self.samples["sql"][kind],
                 strict=True)] for kind in KINDS})
@@ -342,11 +353,17 @@ class Rounds:
                    ) -> dict[str, float]:
         """Per kind, the median of each round's ``measured`` (the
         server's CPU) / ``floors``."""
+        return {kind: statistics.median(values) for kind, values
+                in self._each_round(floors, measured).items()}
+
+    def _each_round(self, floors: dict[str, list[float]],
+                    measured: dict[str, list[float]] | None = None
+                    ) -> dict[str, list[float]]:
+        """Per kind, each round's ``measured`` (the server's CPU) /
+        ``floors``."""
         measured = measured or self.samples["server"]
-        return {kind: statistics.median(
-            server / floor for server, floor in zip(
-                measured[kind], floors[kind], strict=True))
-            for kind in KINDS}
+        return {kind: [server / floor for server, floor in zip(
+            measured[kind], floors[kind], strict=True)] for kind in KINDS}
 
 
 def measure_rounds(db: tuple[str, str, str], args: argparse.Namespace,
@@ -547,6 +564,7 @@ def measure_database(kind: str, args: argparse.Namespace) -> dict[str, Any]:
                         part: rounds.medians(part + "_db")
                         for part in ("server", "sql", "served")},
                     "ratio": rounds.ratios(),
+                    "ratio_range": rounds.ratio_ranges(),
                     "ratio_served": rounds.served_ratios(),
                     "ratio_with_databases": rounds.ratios_with_databases(),
                     "rounds": rounds.samples,
@@ -576,6 +594,13 @@ def table(results: dict[str, dict[str, Any]], list_size: int) -> list[str]:
                 f"{server:>13.2f}  {http:>13.2f}  {sql:>12.2f}  "
                 f"{result['ratio'][request]:>5.1f}x  {served:>15.2f}  "
                 f"{result['ratio_served'][request]:>5.1f}x")
+    for kind, result in results.items():
+        ranges = ", ".join(
+            f"{LABELS[request].format(size=f'{list_size:,}')} "
+            f"{low:.2f}-{high:.2f}x"
+            for request, (low, high) in result["ratio_range"].items())
+        lines.append(f"{kind}: the ratio to HTTP + SQL, lowest and highest "
+                     f"round: {ranges}")
     for kind, result in results.items():
         if kind != "postgresql":
             continue  # SQLite's work is in the process that asks

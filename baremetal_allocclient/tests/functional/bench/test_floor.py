@@ -63,6 +63,12 @@ class FloorBenchmarkTest(unittest.TestCase):
                                 for value in result[figure].values()))
         self.assertGreater(result["body_bytes"]["list"],
                            result["body_bytes"]["get"])
+        # The rounds' spread around the median ratio, printed and kept.
+        for request, (low, high) in result["ratio_range"].items():
+            self.assertLessEqual(low, result["ratio"][request])
+            self.assertLessEqual(result["ratio"][request], high)
+        self.assertIn(f"{db}: the ratio to HTTP + SQL, lowest and highest "
+                      f"round: create, Prefer: wait ", stdout)
         # PostgreSQL's backends are counted; SQLite's work is in the
         # server's process, counted there.
         backends = result["database_cpu_ms"]
