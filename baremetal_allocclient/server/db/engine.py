@@ -342,9 +342,19 @@ def _commit_outcome_reported(
             yield value
             committing = True
     except DBAPIError as exc:
-        if committing and is_unavailable(exc):
-            raise CommitOutcomeUnknown(short_reason(exc)) from exc
-        raise
+        unknown = _unknown_outcome(exc) if committing else None
+        if unknown is None:
+            raise
+        raise unknown from exc
+
+
+def _unknown_outcome(exc: DBAPIError) -> CommitOutcomeUnknown | None:
+    """A commit that failed with ``exc``: of unknown outcome when the
+    connection was lost (it may or may not have been applied), None
+    when the database refused it."""
+    if is_unavailable(exc):
+        return CommitOutcomeUnknown(short_reason(exc))
+    return None
 
 
 @contextlib.contextmanager
@@ -461,9 +471,11 @@ class _WriteConnection:
             try:
                 self._conn.end(commit=True)
             except DBAPIError as exc:
-                if not db.is_sqlite and is_unavailable(exc):
-                    raise CommitOutcomeUnknown(short_reason(exc)) from exc
-                raise
+                # (SQLite commits locally: a failed commit is rolled back)
+                unknown = None if db.is_sqlite else _unknown_outcome(exc)
+                if unknown is None:
+                    raise
+                raise unknown from exc
         finally:
             if db.is_sqlite:
                 db._write_lock.release()
