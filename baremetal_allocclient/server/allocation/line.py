@@ -64,12 +64,15 @@ _EARLIER_IN_LINE = (
     .order_by(_arrival)
 )
 #: Whether an allocation that arrived before ``q_before`` waits in line
-#: in ``q_rc``: a column of the reservation's lock, so that the usual case
-#: (nobody in line) costs no statement of its own; when one does,
+#: in ``q_rc``: a column of the reservation's lock, or a condition of
+#: SQLite's one-statement reservation, so that the usual case (nobody in
+#: line) costs no statement of its own; when one does,
 #: :func:`waiting_before` reads who.
+_SOMEONE_EARLIER_IN_LINE = exists().where(
+    *_IN_LINE, _arrival < bindparam("q_before"))
+NOBODY_WAITING_BEFORE = ~_SOMEONE_EARLIER_IN_LINE
 ANYONE_WAITING_BEFORE = (
-    exists().where(*_IN_LINE, _arrival < bindparam("q_before"))
-    .label("anyone_waiting_before")
+    _SOMEONE_EARLIER_IN_LINE.label("anyone_waiting_before")
 )
 _POSITION = select(func.count(Allocation.id)).where(
     *_IN_LINE, _arrival <= bindparam("q_before"))

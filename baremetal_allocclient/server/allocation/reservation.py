@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime
 import enum
 import functools
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,7 +30,10 @@ from sqlalchemy import (
     Select,
     Update,
     bindparam,
+    case,
+    func,
     insert,
+    literal_column,
     or_,
     select,
     update,
@@ -42,6 +46,7 @@ from baremetal_allocclient import leases
 from baremetal_allocclient.server import node_states as ns
 from baremetal_allocclient.server.allocation.line import (
     ANYONE_WAITING_BEFORE,
+    NOBODY_WAITING_BEFORE,
     waiting_before,
 )
 from baremetal_allocclient.server.allocation.matching import (
@@ -107,24 +112,29 @@ def insert_allocation(session: Session | AnyConnection,
     database's; unset attributes take their column defaults, as in a
     flush.
     """
-    values = {}
-    for key, default in _INSERTED_COLUMNS:
-        value = getattr(allocation, key)
-        if value is None and default is not None:
-            value = default.arg(None) if default.is_callable else default.arg
-        if value is not None:
-            values[key] = value
+    values = {key: value for key, value in zip(
+        _INSERTED_COLUMNS, _inserted_attributes(allocation), strict=True)
+        if value is not None}
+    for key, default in _COLUMN_DEFAULTS:
+        if key not in values:
+            values[key] = (default.arg(None) if default.is_callable
+                           else default.arg)
     conn = (session.connection() if isinstance(session, Session)
             else session)
     allocation.id = _insert(tuple(values), conn.dialect).inserted_id(
         conn, values)
 
 
-#: (attribute, column default or None) of every column an INSERT may
-#: give: all but the id.
-_INSERTED_COLUMNS = tuple((column.key, column.default)
-                          for column in Allocation.__table__.columns
+#: Every column an INSERT may give (all but the id), and their values
+#: of an allocation, in one call.
+_INSERTED_COLUMNS = tuple(column.key for column in Allocation.__table__.columns
                           if not column.primary_key)
+_inserted_attributes = operator.attrgetter(*_INSERTED_COLUMNS)
+#: (attribute, column default) of those that have a default.
+_COLUMN_DEFAULTS = tuple((column.key, column.default)
+                         for column in Allocation.__table__.columns
+                         if not column.primary_key
+                         and column.default is not None)
 
 
 @functools.lru_cache(maxsize=64)
@@ -230,6 +240,58 @@ def _take_node(filters: tuple[AnyFilter, ...], *extra: ColumnElement[bool]
     )
 
 
+def _node_given(conn: Any, sqlite: bool, lock: Select[Any],
+                filters: tuple[AnyFilter, ...], request: Request,
+                params: dict[str, Any]) -> bool:
+    """Give the node ``r_node`` to the allocation, in the caller's
+    transaction, if it is free, passes every filter and no allocation
+    that came earlier waits in line for it: False, and the node
+    unchanged, if not.
+
+    Elsewhere the node is locked first (``lock``: a node locked by another
+    transaction counts as taken) and read.  SQLite has one writer at a
+    time and no row locks, so there the usual case is one statement
+    (:func:`_take_free_node_sqlite`); the node is read only when that
+    matched nothing and someone earlier waits in line, to ask whether
+    any of them matches the node (:func:`waiting_before`)."""
+    if sqlite:
+        params["r_traits"] = list(request.traits)
+        if driver_statement(_take_free_node_sqlite(filters),
+                            conn.dialect).rowcount(conn, params) == 1:
+            return True
+    node = driver_statement(lock, conn.dialect).first(conn, params)
+    if node is None:
+        return False  # locked by another transaction, or gone
+    if sqlite and not node.anyone_waiting_before:
+        return False  # taken, or no longer a match
+    if node.anyone_waiting_before and waiting_before(
+            conn, params["r_allocation"], params["r_node"],
+            request.resource_class, params["q_now"]):
+        return False  # promised to an earlier one in line
+    return _give_node(conn, _take_node(filters), params, request.traits,
+                      node)
+
+
+#: SQLite's ``instance_info`` with the allocation's traits (``r_traits``)
+#: set, as :func:`_give_node` merges them: the object's other members
+#: kept, in their place (JSON null becomes an object).
+_SQLITE_INFO_WITH_TRAITS = func.json_set(
+    case((func.json_type(Node.instance_info) == literal_column("'object'"),
+          Node.instance_info), else_=literal_column("'{}'")),
+    literal_column("'$.traits'"),
+    func.json(bindparam("r_traits", type_=Node.instance_info.type)))
+
+
+@functools.cache
+def _take_free_node_sqlite(filters: tuple[AnyFilter, ...]) -> Update:
+    """SQLite's reservation of a node in one statement: the compare-and-set
+    of :func:`_take_node`, which also requires that no allocation that
+    came earlier waits in line, recording the traits in
+    ``instance_info`` itself."""
+    return _take_node(filters, NOBODY_WAITING_BEFORE).values(
+        instance_info=_SQLITE_INFO_WITH_TRAITS)
+
+
 def _give_node(conn: Any, statement: Update, params: dict[str, Any],
                traits: Sequence[str], locked: Any = None) -> bool:
     """Run a :func:`_take_node` compare-and-set on a node locked by the
@@ -241,7 +303,8 @@ def _give_node(conn: Any, statement: Update, params: dict[str, Any],
         locked = driver_statement(_NODE_INSTANCE_INFO, conn.dialect).first(
             conn, params)
     info = None if locked is None else locked.instance_info
-    params["r_info"] = {**(info or {}), "traits": list(traits)}
+    params["r_info"] = {**(info if isinstance(info, dict) else {}),
+                        "traits": list(traits)}
     return driver_statement(statement, conn.dialect).rowcount(
         conn, params) == 1
 
@@ -263,7 +326,7 @@ def reserve(
     The allocation row (its id *and* UUID) must still be ``allocating``
     and owned by this conductor; the node must still pass every filter
     and be free.  Both rows change in one transaction or neither does.
-    Locks the node, then the allocation (the one lock order).  A deadlock
+    Changes the node, then the allocation (the one lock order).  A deadlock
     or serialization failure reported by the database anyway counts as
     losing the node.  ``now`` is the ``updated_at`` to write (callers
     that report it pass their own).  A node locked by another transaction
@@ -289,19 +352,12 @@ def reserve(
     gone = Reservation.NODE_TAKEN
     try:
         with db.write_connection() as conn:
-            node = driver_statement(lock, conn.dialect).first(conn, params)
-            if node is None:
-                raise _Rollback()  # locked by another transaction, or gone
+            if not _node_given(conn, db.is_sqlite, lock, tuple(filters),
+                               request, params):
+                raise _Rollback()
             owned = _owned_or_activated(conn, params)
             if isinstance(owned, Reservation):
                 gone = owned
-                raise _Rollback()
-            if node.anyone_waiting_before and waiting_before(
-                    conn, allocation_id, node_id, request.resource_class,
-                    now):
-                raise _Rollback()  # promised to an earlier one in line
-            if not _give_node(conn, _take_node(tuple(filters)), params,
-                              request.traits, node):
                 raise _Rollback()
             if owned is not None:
                 activation, values = _activation(owned, params)

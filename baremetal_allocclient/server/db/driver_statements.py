@@ -328,14 +328,20 @@ class DriverStatement:
         dbapi_connection = conn.connection.dbapi_connection
         assert dbapi_connection is not None
         cursor = dbapi_connection.cursor()
-        sql, parameters = ((self.sql, self._parameters(values))
-                           if self._direct else self._expanded(values))
+        if self._direct:
+            sql, parameters = self.sql, self._parameters(values)
+        else:
+            sql, parameters = self._expanded(values)
         try:
             self._dialect.do_execute(cursor, sql, parameters, None)
-            rows = (cursor.fetchall() if fetch is None
-                    else cursor.fetchmany(fetch) if fetch else [])
-            ran = _Ran(list(rows), cursor.rowcount,
-                       getattr(cursor, "lastrowid", None))
+            if fetch is None:
+                rows = cursor.fetchall()
+            else:
+                rows = cursor.fetchmany(fetch) if fetch else []
+            # (tuple.__new__: a named tuple's own constructor is Python)
+            ran = tuple.__new__(_Ran, (
+                rows if type(rows) is list else list(rows),
+                cursor.rowcount, getattr(cursor, "lastrowid", None)))
         except self._error as exc:
             if self._is_select and not conn.in_transaction():
                 return self._read_again(conn, exc, values, fetch, cursor)
@@ -350,14 +356,16 @@ class DriverStatement:
                     ) -> Sequence[Any] | Mapping[str, Any]:
         """The driver's parameters: every bind's value (defaults for
         those not in ``values``), converted, in the dialect's style."""
-        given = {**self._literals, **values} if self._literals else values
-        picked = self._pick(given)
+        picked = self._pick({**self._literals, **values}
+                            if self._literals else values)
         if self._conversions:
             picked = list(picked)
             for index, processor in self._conversions:
                 picked[index] = processor(picked[index])
-        if self._positional:
-            return tuple(picked)
+            if self._positional:
+                return tuple(picked)
+        elif self._positional:
+            return picked  # (a tuple already)
         return dict(zip(self._names, picked, strict=True))
 
     def _expanded(self, values: Mapping[str, Any]
