@@ -145,6 +145,29 @@ class _ReservationBesideTheLine(_databases.MigratedPerClass):
                               self._node_row(node_id))
 
 
+    def test_an_allocation_taken_over_gets_no_node(self) -> None:
+        """The node is changed first (the one lock order); an allocation
+        another conductor took over meanwhile rolls that back."""
+        node_id = self._node({"keep": 1})
+        allocation_id, allocation_uuid = self._allocation()
+        with self.db.write() as session:
+            row = session.get(Allocation, allocation_id)
+            assert row is not None
+            row.conductor_affinity = "another-conductor"
+        request = selection.Request(self.rc)
+        self.case.assertIs(
+            reservation.Reservation.NOT_OURS,
+            reservation.reserve(
+                self.db, allocation_id, allocation_uuid, node_id, request,
+                tuple(selection.active_filters(request)), AFFINITY))
+        self.case.assertEqual((None, {"keep": 1}, None),
+                              self._node_row(node_id))
+        with self.db.read() as session:
+            self.case.assertEqual(ALLOCATING, session.scalar(
+                select(Allocation.state).where(
+                    Allocation.id == allocation_id)))
+
+
 class SQLiteReservationBesideTheLine(_ReservationBesideTheLine,
                                      testtools.TestCase):
     kind = "sqlite"
