@@ -19,6 +19,8 @@ from typing import Any
 from waitress.channel import HTTPChannel
 from waitress.server import TcpWSGIServer
 
+from baremetal_allocclient.server.frontend import sending
+
 _TIMEOUT_BODY = b"The request was not received in time.\r\n"
 TIMEOUT_RESPONSE = (
     b"HTTP/1.1 408 Request Timeout\r\n"
@@ -29,7 +31,11 @@ TIMEOUT_RESPONSE = (
 
 
 class DeadlineChannel(HTTPChannel):
-    """An HTTP connection that knows since when its request is arriving."""
+    """An HTTP connection that knows since when its request is arriving
+    (and asks the I/O loop to send only what a request thread is not
+    sending, see :mod:`.sending`)."""
+
+    writable = sending.writable
 
     #: ``time.monotonic()`` when the request being received began, or None
     #: while none is (served, or idle between two requests).
