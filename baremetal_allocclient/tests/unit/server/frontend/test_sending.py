@@ -7,7 +7,7 @@ import contextlib
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import testtools
@@ -20,7 +20,8 @@ QUEUED = b"queued by a request thread\r\n"
 
 
 @contextlib.contextmanager
-def held(lock: Any, first: Any = None) -> Iterator[None]:
+def held(lock: Any, first: Callable[[], object] | None = None
+         ) -> Iterator[None]:
     """``lock`` held by another thread (a request thread in a send),
     which calls ``first`` once it has taken it."""
     taken, done = threading.Event(), threading.Event()
