@@ -69,10 +69,16 @@ class _ReservationBesideTheLine(_databases.MigratedPerClass):
 
     def _reserve(self, node_id: int, traits: tuple[str, ...] = ()
                  ) -> reservation.Reservation:
-        allocation_id, allocation_uuid = self._allocation(traits)
+        """A new allocation of ``traits`` reserving ``node_id``."""
+        return self._reserve_for(self._allocation(traits), node_id, traits)
+
+    def _reserve_for(self, allocation: tuple[int, str], node_id: int,
+                     traits: tuple[str, ...] = ()
+                     ) -> reservation.Reservation:
+        """``allocation`` (its id and UUID) reserving ``node_id``."""
         request = selection.Request(self.rc, traits=traits)
         return reservation.reserve(
-            self.db, allocation_id, allocation_uuid, node_id, request,
+            self.db, *allocation, node_id, request,
             tuple(selection.active_filters(request)), AFFINITY)
 
     def _node_row(self, node_id: int) -> tuple[Any, Any, Any]:
@@ -131,35 +137,27 @@ class _ReservationBesideTheLine(_databases.MigratedPerClass):
 
     def test_a_deleted_allocation_gets_no_node(self) -> None:
         node_id = self._node({"keep": 1})
-        allocation_id, allocation_uuid = self._allocation()
+        allocation = self._allocation()
         with self.db.write() as session:
-            row = session.get(Allocation, allocation_id)
+            row = session.get(Allocation, allocation[0])
             session.delete(row)
-        request = selection.Request(self.rc)
-        self.case.assertIs(
-            reservation.Reservation.ALLOCATION_DELETED,
-            reservation.reserve(
-                self.db, allocation_id, allocation_uuid, node_id, request,
-                tuple(selection.active_filters(request)), AFFINITY))
+        self.case.assertIs(reservation.Reservation.ALLOCATION_DELETED,
+                           self._reserve_for(allocation, node_id))
         self.case.assertEqual((None, {"keep": 1}, None),
                               self._node_row(node_id))
-
 
     def test_an_allocation_taken_over_gets_no_node(self) -> None:
         """The node is changed first (the one lock order); an allocation
         another conductor took over meanwhile rolls that back."""
         node_id = self._node({"keep": 1})
-        allocation_id, allocation_uuid = self._allocation()
+        allocation = self._allocation()
+        allocation_id = allocation[0]
         with self.db.write() as session:
             row = session.get(Allocation, allocation_id)
             assert row is not None
             row.conductor_affinity = "another-conductor"
-        request = selection.Request(self.rc)
-        self.case.assertIs(
-            reservation.Reservation.NOT_OURS,
-            reservation.reserve(
-                self.db, allocation_id, allocation_uuid, node_id, request,
-                tuple(selection.active_filters(request)), AFFINITY))
+        self.case.assertIs(reservation.Reservation.NOT_OURS,
+                           self._reserve_for(allocation, node_id))
         self.case.assertEqual((None, {"keep": 1}, None),
                               self._node_row(node_id))
         with self.db.read() as session:
