@@ -16,7 +16,7 @@ from typing import Any
 
 from oslo_config import cfg
 
-from baremetal_allocclient.server.option_types import Count, Seconds
+from baremetal_allocclient.server.option_types import Count, Port, Seconds
 
 SERVE = ("serve",)
 ALL = ("serve", "db upgrade", "enroll")
@@ -42,6 +42,8 @@ _BACKEND_CHOICES = [
 ]
 DEFAULT_PLACEMENT_PROJECT = "baremetal-alloc"
 DEFAULT_PLACEMENT_USER = "baremetal-alloc-server"
+#: Request threads at most (each is a thread of the process).
+MAX_THREADS = 10_000
 
 
 @dataclass(frozen=True)
@@ -109,11 +111,12 @@ def _api_group() -> list[Option]:
         _option("api", cfg.HostAddressOpt(
             "host_ip", default="127.0.0.1",
             help="Address to listen on."), dest="host"),
-        _option("api", cfg.PortOpt(
-            "port", default=6385, help="TCP port to listen on."),
+        _option("api", cfg.Opt(
+            "port", type=Port(), default=6385,
+            help="TCP port to listen on."),
             dest="port"),
         _option("api", cfg.Opt(
-            "threads", type=Count(1), default=64,
+            "threads", type=Count(1, MAX_THREADS), default=64,
             help="HTTP request threads; they see only requests received in "
                  "full; at most half of them wait for allocations to settle "
                  "('Prefer: wait')."),

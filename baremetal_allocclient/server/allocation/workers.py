@@ -159,6 +159,16 @@ class AllocationWorkers:
         """Give back a slot whose allocation was never stored."""
         self._slots.release()
 
+    def abandon(self, allocation_id: int, allocation_uuid: str) -> None:
+        """Give back the slot of a stored allocation that an unexpected
+        error kept from reaching a worker, and fail it as a worker
+        failed by a bug would (call it while handling that error).  If
+        even the failure cannot be recorded, the take-over round
+        re-queues the row (its own ``allocating`` rows no worker
+        holds)."""
+        self._slots.release()
+        self._fail_unexpectedly(allocation_id, allocation_uuid)
+
     def free_slots(self) -> int:
         """How many more allocations could be accepted right now."""
         return 0 if self._stopping.is_set() else self._slots.free()
@@ -185,6 +195,10 @@ class AllocationWorkers:
             LOG.info("Stopping: allocation %s left for resume or "
                      "take-over", allocation_id)
             return None
+        except Exception:  # the pool took nothing: as in abandon()
+            self._done(allocation_id)
+            self._fail_unexpectedly(allocation_id, allocation_uuid)
+            raise
 
     def settle(
         self, allocation_id: int, job: Job, wait: float
@@ -210,8 +224,7 @@ class AllocationWorkers:
             settled = self.process(allocation_id, job.allocation_uuid, job)
         except Exception as exc:
             if not _retryable(exc):
-                self._fail_unexpectedly(allocation_id, job.allocation_uuid,
-                                        exc)
+                self._fail_unexpectedly(allocation_id, job.allocation_uuid)
                 self._done(allocation_id)
                 return None
             LOG.warning(
@@ -223,6 +236,10 @@ class AllocationWorkers:
                                           job.allocation_uuid, job)
             except RuntimeError:  # pool shut down: stopping
                 self._done(allocation_id)
+                return None
+            except Exception:  # the pool took nothing
+                self._done(allocation_id)
+                self._fail_unexpectedly(allocation_id, job.allocation_uuid)
                 return None
             return _outcome(retry, deadline - time.monotonic())
         self._done(allocation_id)
@@ -296,15 +313,17 @@ class AllocationWorkers:
                              "take-over", allocation_id)
                     return None
                 pause = min(pause * 2, RETRY_MAX)
-        except Exception as exc:
-            self._fail_unexpectedly(allocation_id, allocation_uuid, exc)
+        except Exception:
+            self._fail_unexpectedly(allocation_id, allocation_uuid)
             return None
         finally:
             self._done(allocation_id)
 
     def _fail_unexpectedly(
-        self, allocation_id: int, allocation_uuid: str, exc: Exception
+        self, allocation_id: int, allocation_uuid: str
     ) -> None:
+        """Record that a bug failed the allocation (called while handling
+        the exception, which goes to the log)."""
         LOG.exception("Allocation %s failed unexpectedly", allocation_uuid)
         try:
             reservation.fail_allocation(

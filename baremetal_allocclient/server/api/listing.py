@@ -14,6 +14,7 @@ from urllib.parse import urlencode
 from sqlalchemy import ColumnElement, and_, or_
 from sqlalchemy.orm import InstrumentedAttribute
 
+from baremetal_allocclient.server.api import numbers
 from baremetal_allocclient.server.api.errors import bad_request
 
 MAX_LIMIT = 1000
@@ -42,9 +43,13 @@ def parse_limit(value: str | None) -> int:
     if value is None:
         return MAX_LIMIT
     try:
-        limit = int(value)
-    except ValueError:
-        raise bad_request(f"Expected an integer for limit: {value}") from None
+        limit = numbers.integer(value, "limit")
+    except numbers.NotANumber:
+        raise bad_request(
+            f"Expected an integer for limit: {numbers.quoted(value)}"
+        ) from None
+    except numbers.OutOfRange as exc:
+        raise bad_request(f"Invalid limit: {exc.reason}") from None
     if limit <= 0:
         raise bad_request("Limit must be positive")
     return min(limit, MAX_LIMIT)

@@ -18,6 +18,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 
+from baremetal_allocclient.server.api import numbers
+
 #: Default request threads of ``serve`` (``--threads``).  Threads held
 #: by a wait cost no database connection and little memory; 64 lets 32
 #: clients wait at once while 32 threads stay free for everything else.
@@ -49,15 +51,20 @@ def requested_wait(headers: Iterable[str], ceiling: float) -> float:
     """Seconds to hold the response for ``Prefer`` headers; 0: answer now.
 
     ``wait`` takes whole seconds (the RFC's delta-seconds) and is capped at
-    ``ceiling``.
+    ``ceiling``, however many digits it has; anything else is ignored.
     """
     preferences = _preferences(headers)
     if "respond-async" in preferences:
         return 0.0
     value = preferences.get("wait", "")
-    if not value.isascii() or not value.isdigit():
+    if not (value.isascii() and value.isdigit()):  # delta-seconds only
         return 0.0
-    return min(float(int(value)), max(ceiling, 0.0))
+    ceiling = max(ceiling, 0.0)
+    try:
+        seconds = numbers.integer(value, "Prefer: wait")
+    except numbers.OutOfRange:  # more seconds than anyone waits
+        return ceiling
+    return min(float(seconds), ceiling)
 
 
 class WaitPermits:

@@ -9,6 +9,8 @@ import functools
 import re
 from typing import Any, NamedTuple
 
+from baremetal_allocclient.server.api import numbers
+
 HEADER = "X-OpenStack-Ironic-API-Version"
 MIN_HEADER = "X-OpenStack-Ironic-API-Minimum-Version"
 MAX_HEADER = "X-OpenStack-Ironic-API-Maximum-Version"
@@ -89,7 +91,14 @@ def parse(header: str | None) -> Version:
     match = _VERSION_RE.match(value)
     if match is None:
         raise VersionError(f"Invalid value for {HEADER} header")
-    version = Version(int(match.group(1)), int(match.group(2)))
+    try:
+        version = Version(
+            numbers.integer(match.group(1), HEADER, minimum=0),
+            numbers.integer(match.group(2), HEADER, minimum=0))
+    except numbers.NumberError as exc:  # Ironic: 406 for any bad value
+        raise VersionError(
+            f"Invalid value for {HEADER} header: {exc.reason}. "
+            f"{_SUPPORTED}") from None
     if version.major != MAX_VERSION.major:
         raise VersionError(
             f"Mutually exclusive versions requested. Version {version} "

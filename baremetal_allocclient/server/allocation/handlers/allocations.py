@@ -22,7 +22,6 @@ from baremetal_allocclient.server.allocation.service import (
     records,
     releasing,
 )
-from baremetal_allocclient.server.allocation.states import ERROR
 from baremetal_allocclient.server.api import (
     json_text,
     listing,
@@ -164,7 +163,8 @@ def create_allocation(ctx: Context) -> Response:
 
     With ``Prefer: wait=N`` the answer waits up to N seconds (capped) for
     the allocation to settle (see ``AllocationWorkers.settle``), so it
-    usually carries the settled allocation.
+    usually carries the settled allocation.  Every input is parsed before
+    anything is stored.
     """
     _gate(ctx, 405)
     body = _validated_create_body(ctx)
@@ -180,6 +180,9 @@ def create_allocation(ctx: Context) -> Response:
             "The resource_class field is mandatory when not backfilling"
         )
     services = allocation_services(ctx)
+    wait = prefer.requested_wait(
+        ctx.request.headers.getlist("Prefer"), services.max_prefer_wait
+    )
     new = creating.NewAllocation(
         uuid=body.get("uuid"),
         name=body.get("name"),
@@ -192,20 +195,13 @@ def create_allocation(ctx: Context) -> Response:
         queue_deadline=queue_deadline,
         created_at=now,
     )
-    allocation = creating.store(services.db, services.workers, new,
-                                policy.principal(ctx))
-    if allocation.state == ERROR:
-        return _created(ctx, allocation.uuid, views.allocation_view(
-            allocation, None, ctx.base_url, ctx.minor, None))
-    wait = prefer.requested_wait(
-        ctx.request.headers.getlist("Prefer"), services.max_prefer_wait
-    )
-    answer = creating.hand_over(services.db, services.workers,
-                                services.waiting, allocation, wait,
-                                _line_scope(ctx))
+    answer = creating.create(services.db, services.workers, services.waiting,
+                             new, policy.principal(ctx), wait,
+                             _line_scope(ctx))
+    allocation = answer.allocation
     # A new allocation has no node, so its view needs no query.
     view = views.allocation_view(
-        answer.allocation, answer.node_uuid, ctx.base_url, ctx.minor, None,
+        allocation, answer.node_uuid, ctx.base_url, ctx.minor, None,
         answer.settled and constraints_requested(ctx),
     )
     response = _created(ctx, allocation.uuid,

@@ -11,8 +11,6 @@ they own or lease.  Available from API 1.52 (allocations).
 
 from __future__ import annotations
 
-import json
-
 from baremetal_allocclient import constraints
 from baremetal_allocclient.server.allocation.backends.base import Backend
 from baremetal_allocclient.server.allocation.backends.database import (
@@ -22,7 +20,12 @@ from baremetal_allocclient.server.allocation.handlers.services import (
     allocation_services,
 )
 from baremetal_allocclient.server.allocation.service import records
-from baremetal_allocclient.server.api import policy, schemas, versions
+from baremetal_allocclient.server.api import (
+    policy,
+    schemas,
+    storable,
+    versions,
+)
 from baremetal_allocclient.server.api.context import Context, json_response
 from baremetal_allocclient.server.api.errors import ApiError, bad_request
 from baremetal_allocclient.server.api.http import Response
@@ -42,8 +45,10 @@ def _constraints(text: str | None) -> constraints.Constraints | None:
     if text is None:
         return None
     try:
-        document = json.loads(text)
-    except ValueError:
+        document = storable.document(text)
+    except storable.Unstorable as exc:
+        raise bad_request(f"Invalid value in constraints: {exc}") from None
+    except (ValueError, RecursionError):
         raise bad_request("constraints must be a JSON object") from None
     schemas.validate(document, schemas.CONSTRAINTS)
     try:

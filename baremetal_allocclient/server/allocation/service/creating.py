@@ -255,14 +255,37 @@ class LineScope:
     project: str | None
 
 
+def create(db: Database, workers: AllocationWorkers, permits: WaitPermits,
+           new: NewAllocation, who: Principal, wait: float,
+           scope: LineScope | None) -> Answer:
+    """Store a new allocation and hand it to the workers (waiting up to
+    ``wait`` seconds for it to settle, with a free permit); with
+    ``scope``, also its place in line.  One call: every input is parsed
+    before it, and nothing between the insert and the hand-over can
+    leave the row ``allocating`` with nobody working on it."""
+    allocation = store(db, workers, new, who)
+    if allocation.state == ERROR:  # failed at once: no slot held
+        return Answer(allocation, None, False, False, None)
+    return hand_over(db, workers, permits, allocation, wait, scope)
+
+
 def hand_over(db: Database, workers: AllocationWorkers,
               permits: WaitPermits, allocation: AllocationRow, wait: float,
               scope: LineScope | None) -> Answer:
     """Give a stored ``allocating`` allocation (its slot held) to the
     workers; with ``wait`` (and a free permit) wait up to that long for
-    it to settle.  With ``scope``, also its place in line."""
-    job = workers.job_for(allocation)
-    if not wait or not permits.try_acquire():
+    it to settle.  With ``scope``, also its place in line.
+
+    Until the workers have it, an unexpected error fails the allocation
+    and gives its slot back (:meth:`AllocationWorkers.abandon`); from
+    then on they answer for both."""
+    try:
+        job = workers.job_for(allocation)
+        waits = bool(wait) and permits.try_acquire()
+    except Exception:
+        workers.abandon(allocation.id, allocation.uuid)
+        raise
+    if not waits:
         workers.submit(allocation.id, allocation.uuid, job)
         return Answer(allocation, None, False, False,
                       place_in_line(db, allocation, scope))

@@ -30,7 +30,8 @@ RC = "stored-json"
 #: numbers whose text a database could rewrite.
 EXTRA: dict[str, Any] = {
     "zeta": 1,
-    "alpha": [1, 2.5, 1e100, -0.0, 2 ** 70, {"z": None, "": True}],
+    "alpha": [1, 2.5, 1e100, -0.0, 2 ** 63 - 1, -(2 ** 63),
+              {"z": None, "": True}],
     "caf\u00e9 \u65e5\u672c": "quote \" backslash \\ newline \n "
                               "control \u0001 separator \u2028",
     "nested": {"b": {}, "a": []},

@@ -17,6 +17,14 @@ class RequestedWaitTests(testtools.TestCase):
         self.assertEqual(10.0, requested_wait(["wait=600"], 10))
         self.assertEqual(0.0, requested_wait(["wait=0"], 10))
 
+    def test_any_number_of_digits_is_a_long_wait(self) -> None:
+        # 400 digits answered 500 after the allocation was stored.
+        for digits in (20, 400, 5000, 10_000):
+            self.assertEqual(10.0, requested_wait(["wait=" + "9" * digits],
+                                                  10), digits)
+        self.assertEqual(4.0, requested_wait(["wait=" + "0" * 5000 + "4"],
+                                             10))
+
     def test_no_header_or_no_ceiling_means_answer_now(self) -> None:
         self.assertEqual(0.0, requested_wait([], 10))
         self.assertEqual(0.0, requested_wait(["wait=5"], 0))
@@ -33,7 +41,8 @@ class RequestedWaitTests(testtools.TestCase):
         self.assertEqual(0.0, requested_wait(["respond-async", "wait=5"], 10))
 
     def test_malformed_values_are_ignored(self) -> None:
-        for value in ("wait", "wait=", "wait=-1", "wait=1.5", "wait=abc",
+        for value in ("wait", "wait=", "wait=-1", "wait=+5", "wait=1.5",
+                      "wait=abc",
                       "wait=\u0663", ",,;", "=5"):
             self.assertEqual(0.0, requested_wait([value], 10), value)
 

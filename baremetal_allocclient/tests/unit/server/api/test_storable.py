@@ -47,8 +47,31 @@ class LoadsTests(testtools.TestCase):
 
     def test_ordinary_documents_pass(self) -> None:
         value = {"name": "n\u00e9e", "emoji": "\U0001f600", "f": 1.5e308,
-                 "i": 10 ** 30, "n": None, "list": [True, -0.0, "%00"]}
+                 "i": 2 ** 63 - 1, "j": -(2 ** 63), "n": None,
+                 "list": [True, -0.0, "%00", 5e-324]}
         self.assertEqual(value, storable.loads(json.dumps(value).encode()))
+
+    def test_integers_out_of_64_bits_name_where_they_stood(self) -> None:
+        # Read before int() sees them: 5,000 digits are past CPython's
+        # limit on the conversion, whose text must not reach a client.
+        non_ascii = '{"\\u00e9": [1e999, 1' + "0" * 30 + "]}"
+        for raw, where in (
+                (b'{"i": 9223372036854775808}', "/i:"),
+                (b'{"a": [{"b": -9223372036854775809}]}', "/a/0/b:"),
+                (b"[1, " + b"7" * 5000 + b"]", "/1:"),
+                (b'{"a/b~c": 1' + b"0" * 400 + b"}", "/a~1b~0c:"),
+                (non_ascii.encode(), "/\u00e9/0:")):
+            message = self.refused(raw)
+            self.assertIn(where, message)
+            self.assertIn("out of range", message)
+            self.assertNotIn("Exceeds the limit", message)
+            self.assertLess(len(message), 200)
+
+    def test_every_integer_of_a_walked_document_is_checked(self) -> None:
+        # A YAML inventory is walked, not parsed here.
+        self.assertIn("/properties/cpus:", storable.value_problem(
+            {"properties": {"cpus": 2 ** 64}}))
+        self.assertIsNone(storable.value_problem({"b": True, "i": -5}))
 
     def test_malformed_json_keeps_its_message(self) -> None:
         self.assertIn("Invalid JSON", self.refused(b"{bad"))
