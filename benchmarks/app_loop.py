@@ -20,7 +20,8 @@ Usage (from the repository root)::
     .venv/bin/python -m benchmarks.app_loop            # both, ~1 min
     .venv/bin/python -m benchmarks.app_loop --db sqlite
 
-Results go to ``benchmarks/results/app-loop.json`` (``--output``).
+The run's JSON goes to a new file in ``benchmarks/results/`` (not
+committed; ``--output``, see :mod:`benchmarks.rawruns`).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from typing import Any
 
 from baremetal_allocclient.server import assembly, cmd
 from baremetal_allocclient.server.db.engine import Database
-from benchmarks import floor, floor_sql, load
+from benchmarks import floor, floor_sql, load, rawruns
 
 HEADERS = {"HTTP_" + name.upper().replace("-", "_"): value
            for name, value in load.HEADERS.items()}
@@ -165,8 +166,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--allocations", type=int, default=1000)
     parser.add_argument("--gets", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--output", default=os.path.join(
-        floor.RESULTS, "app-loop.json"))
+    rawruns.add_option(parser, "app-loop")
     return parser.parse_args(argv)
 
 

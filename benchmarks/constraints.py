@@ -16,6 +16,9 @@ Usage::
 
     python -m benchmarks.constraints reference --nodes 100000
     python -m benchmarks.constraints ironic --sizes 200 1000
+
+The JSON is printed and written to a new file in ``benchmarks/results/``
+(not committed; ``--output``, see :mod:`benchmarks.rawruns`).
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from keystoneauth1 import session as ks_session
 from baremetal_allocclient.constraints import Constraints, Op
 from baremetal_allocclient.constraints import property_constraint as prop
 from baremetal_allocclient.v1.client import Client
-from benchmarks import ironic, reference
+from benchmarks import ironic, rawruns, reference
 
 RC = "bench"
 _EXT = {"X-Baremetal-Alloc-Extensions": "constraints",
@@ -228,19 +231,16 @@ def main(argv: list[str] | None = None) -> int:
                      help="an SQLite URL enrolled by an earlier run")
     iro = sub.add_parser("ironic")
     iro.add_argument("--sizes", type=int, nargs="+", default=[200, 1000])
-    parser.add_argument("--output", default=None)
+    rawruns.add_option(parser, "constraints")
     args = parser.parse_args(argv)
     if args.what == "reference":
         result: Any = bench_reference(args.nodes, args.allocations,
                                       args.reuse_db)
     else:
         result = bench_ironic(args.sizes)
-    text = json.dumps({"run": str(uuid.uuid4())[:8], "what": args.what,
-                       "result": result}, indent=2)
-    print(text)
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as handle:
-            handle.write(text + "\n")
+    run = {"run": str(uuid.uuid4())[:8], "what": args.what, "result": result}
+    print(json.dumps(run, indent=2))
+    rawruns.write_json(args.output, run)
     return 0
 
 

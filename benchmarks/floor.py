@@ -63,8 +63,9 @@ Usage (from the repository root)::
     .venv/bin/python -m benchmarks.floor --db sqlite --allocations 300
 
 PostgreSQL comes from ``BAREMETAL_ALLOC_TEST_POSTGRESQL_URL`` (an
-administrative URL; see :mod:`benchmarks.reference`).  Results go to
-``benchmarks/results/floor.json`` (``--output``).
+administrative URL; see :mod:`benchmarks.reference`).  The run's JSON
+goes to a new file in ``benchmarks/results/`` (not committed; ``--output``,
+see :mod:`benchmarks.rawruns`).
 """
 
 from __future__ import annotations
@@ -72,7 +73,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
-import json
 import os
 import shutil
 import statistics
@@ -87,10 +87,9 @@ import requests
 
 from baremetal_allocclient.tests.functional import targets
 from baremetal_allocclient.v1 import Client as SdkClient
-from benchmarks import floor_sql, hello_serve, load, reference
+from benchmarks import floor_sql, hello_serve, load, rawruns, reference
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-RESULTS = os.path.join(HERE, "results")
 RC = "bench"
 WARMUP = 20  # requests of each kind before measuring (imports, caches)
 SETTLE = 0.1  # seconds for the server to finish the last answer
@@ -651,8 +650,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--walks", type=int, default=10,
                         help="walks of every allocation through the SDK "
                         "and with bare requests, alternating")
-    parser.add_argument("--output", default=os.path.join(RESULTS,
-                                                         "floor.json"))
+    rawruns.add_option(parser, "floor")
     args = parser.parse_args(argv)
     args.list_size = min(args.list_size, args.allocations + WARMUP)
     return args
@@ -677,14 +675,12 @@ def finish(args: argparse.Namespace, started: datetime.datetime,
     print("load average (1, 5, 15 min): start "
           + " ".join(f"{x:.2f}" for x in load_start) + ", end "
           + " ".join(f"{x:.2f}" for x in os.getloadavg()), flush=True)
-    output: dict[str, Any] = {
+    run: dict[str, Any] = {
         "started": started.isoformat(timespec="seconds"),
         "arguments": {name: value for name, value in vars(args).items()
                       if name != "output"},
         "results": results}
-    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
-    with open(args.output, "w") as stream:
-        json.dump(output, stream, indent=2)
+    rawruns.write_json(args.output, run)
 
 
 if __name__ == "__main__":

@@ -8,14 +8,14 @@ third time serving only lists of every allocation made.  For each, the CPU is
 summed by where the code lives (SQLAlchemy, waitress, the server's own
 packages, the driver...; self time, a built-in's charged to its callers)
 and the functions with the most
-self and cumulative time are listed.  Results go to
-``benchmarks/results/floor-profile.json`` (``--output``).
+self and cumulative time are listed.  The run's JSON goes to a new file
+in ``benchmarks/results/`` (not committed; ``--output``, see
+:mod:`benchmarks.rawruns`).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import pstats
 import shutil
@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from baremetal_allocclient.tests.functional import targets
-from benchmarks import floor, profiled_serve, reference
+from benchmarks import floor, profiled_serve, rawruns, reference
 
 TOP = 25
 #: (text in the file name or built-in's name, group), first match wins.
@@ -247,16 +247,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lists", type=int, default=0,
                         help="also profile this many lists of every "
                         "allocation made (with the warm-up's)")
-    parser.add_argument("--output", default=os.path.join(
-        floor.RESULTS, "floor-profile.json"))
+    rawruns.add_option(parser, "floor-profile")
     parser.add_argument("--pstats-dir", help="keep the profiles (pstats "
                         "files, the .warm ones to subtract) there")
     args = parser.parse_args(argv)
     load_start = os.getloadavg()
     result = run(args)
     result["load_average"] = [list(load_start), list(os.getloadavg())]
-    with open(args.output, "w") as stream:
-        json.dump(result, stream, indent=2)
+    rawruns.write_json(args.output, result)
     return 0
 
 

@@ -25,7 +25,8 @@ Usage (from the repository root)::
     .venv/bin/pip install -r benchmarks/requirements.txt
     .venv/bin/python -m benchmarks.frontend            # ~10 minutes
 
-Results go to ``benchmarks/results/frontend.json``.
+The run's JSON goes to a new file in ``benchmarks/results/`` (not
+committed; ``--output``, see :mod:`benchmarks.rawruns`).
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
-import json
 import os
 import resource
 import shutil
@@ -49,10 +49,9 @@ from typing import Any
 import requests
 
 from baremetal_allocclient.tests.functional import targets
-from benchmarks import load, reference
+from benchmarks import load, rawruns, reference
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-RESULTS = os.path.join(HERE, "results")
 RC = "bench"
 DRIP = 2.0  # seconds between two header lines of a slow connection
 SETTLE = 3.0  # seconds the slow connections are open before measuring
@@ -201,6 +200,7 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=5.0)
     parser.add_argument("--batches", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=2)
+    rawruns.add_option(parser, "frontend")
     args = parser.parse_args()
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
@@ -216,11 +216,10 @@ def main() -> int:
         for name in names:
             print(_row(name, state, summary[name][state]))
         print(_ratios(summary["waitress"][state], summary["cheroot"][state]))
-    os.makedirs(RESULTS, exist_ok=True)
-    with open(os.path.join(RESULTS, "frontend.json"), "w") as stream:
-        json.dump({"started": started.isoformat(timespec="seconds"),
-                   "arguments": vars(args), "medians": summary,
-                   "rounds": rounds}, stream, indent=2)
+    rawruns.write_json(args.output, {
+        "started": started.isoformat(timespec="seconds"),
+        "arguments": {k: v for k, v in vars(args).items() if k != "output"},
+        "medians": summary, "rounds": rounds})
     return 0
 
 

@@ -7,7 +7,9 @@ at once, spread round-robin over the three processes, each with
 ``Prefer: wait`` so its answer is the settled allocation; the figure is
 allocations settled per second of wall time.  Rounds alternate between
 the set-ups, so both see the same machine.  It is a benchmark, not a
-test: it prints a table and writes JSON to ``benchmarks/results``.
+test: it prints a table and writes its JSON to a new file in
+``benchmarks/results/`` (not committed; ``--output``, see
+:mod:`benchmarks.rawruns`).
 
 Run from the repository root (needs mariadbd and galera-4)::
 
@@ -37,10 +39,10 @@ from baremetal_allocclient.tests.functional.multiprocess import (
     _cluster,
     _galera,
 )
+from benchmarks import rawruns
 
 HEADERS = {"X-OpenStack-Ironic-API-Version": "latest",
            "Prefer": "wait=60"}
-RESULTS = os.path.join(os.path.dirname(__file__), "results")
 
 
 class SetUp:
@@ -116,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nodes", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=24)
+    rawruns.add_option(parser, "galera")
     args = parser.parse_args(argv)
     setups = [SetUp("galera-3-nodes", True), SetUp("mariadb-single", False)]
     rows: list[dict[str, Any]] = []
@@ -137,15 +140,12 @@ def main(argv: list[str] | None = None) -> int:
         for setup in setups
     }
     stamp = datetime.datetime.now(datetime.timezone.utc)
-    out = {"when": stamp.isoformat(timespec="seconds"), "args": vars(args),
-           "rounds": rows, "median_allocations_per_s": summary}
-    os.makedirs(RESULTS, exist_ok=True)
-    path = os.path.join(RESULTS, f"galera-{stamp:%Y-%m-%d}.json")
-    with open(path, "w", encoding="utf-8") as stream:
-        json.dump(out, stream, indent=1)
+    rawruns.write_json(args.output, {
+        "when": stamp.isoformat(timespec="seconds"),
+        "args": {k: v for k, v in vars(args).items() if k != "output"},
+        "rounds": rows, "median_allocations_per_s": summary})
     for name, value in summary.items():
         print(f"{name:16s} median {value:6.1f} allocations/s")
-    print(f"written to {path}")
     return 0
 
 

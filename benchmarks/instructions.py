@@ -40,7 +40,8 @@ Usage (from the repository root; valgrind on ``PATH``)::
     .venv/bin/python -m benchmarks.instructions --db sqlite
     .venv/bin/python -m benchmarks.instructions --loops-only  # ~2 min
 
-Results go to ``benchmarks/results/instructions.json`` (``--output``).
+The run's JSON goes to a new file in ``benchmarks/results/`` (not
+committed; ``--output``, see :mod:`benchmarks.rawruns`).
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ import uuid as uuidlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from benchmarks import floor, reference
+from benchmarks import floor, rawruns, reference
 
 PARTS = ("app", "sql")  # in a loop
 REQUESTS = ("create", "get")
@@ -314,8 +315,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="count only the application and the SQL floor "
                              "in a loop (a minute a database): enough to "
                              "compare two versions of the application")
-    parser.add_argument("--output", default=os.path.join(
-        floor.RESULTS, "instructions.json"))
+    rawruns.add_option(parser, "instructions")
     parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     parser.set_defaults(list_size=1000)  # the warm-up's list (floor.warm_up)
     args = parser.parse_args(argv)

@@ -24,8 +24,9 @@ Usage (from the repository root)::
     .venv/bin/python -m benchmarks.pair --before /tmp/before --db sqlite
 
 PostgreSQL comes from ``BAREMETAL_ALLOC_TEST_POSTGRESQL_URL`` (see
-:mod:`benchmarks.reference`).  Results go to
-``benchmarks/results/pair.json`` (``--output``).
+:mod:`benchmarks.reference`).  The run's JSON goes to a new file in
+``benchmarks/results/`` (not committed; ``--output``, see
+:mod:`benchmarks.rawruns`).
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
-import json
 import os
 import statistics
 import sys
@@ -41,7 +41,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from benchmarks import floor, reference
+from benchmarks import floor, rawruns, reference
 
 LIST_LIMIT = 1000  # the server's largest page
 KINDS = ("create", "get", "list")
@@ -154,8 +154,7 @@ def main() -> int:
     parser.add_argument("--kept", type=int, default=0,
                         help="active allocations of deployed nodes in each "
                              "fleet before measuring (a fleet in use)")
-    parser.add_argument("--output", default=os.path.join(
-        floor.RESULTS, "pair.json"))
+    rawruns.add_option(parser, "pair")
     args = parser.parse_args()
     results = {}
     for kind in args.db:
@@ -165,13 +164,12 @@ def main() -> int:
             print(f"{kind:<11} {request:<7} before {figures['before_ms']:.3f}"
                   f" ms  after {figures['after_ms']:.3f} ms  after/before "
                   f"{figures['ratio']:.2f}")
-    with open(args.output, "w", encoding="utf-8") as handle:
-        json.dump({"started": datetime.datetime.now(
+    rawruns.write_json(args.output, {
+        "started": datetime.datetime.now(
             datetime.timezone.utc).isoformat(timespec="seconds"),
-            "arguments": {k: v for k, v in vars(args).items()
-                          if k not in ("output", "before")},
-            "results": results}, handle, indent=2)
-        handle.write("\n")
+        "arguments": {k: v for k, v in vars(args).items()
+                      if k not in ("output", "before")},
+        "results": results})
     return 0
 
 

@@ -27,8 +27,11 @@ Usage (from the repository root)::
     .venv/bin/python -m benchmarks.run --quick      # ~5 minutes
     .venv/bin/python -m benchmarks.run              # full, ~30 minutes
 
-Results go to ``benchmarks/results/allocation-<mode>.json`` and plots to
-``doc/source/_static/benchmarks/`` (``--plots``).
+The run's JSON goes to a new file in ``benchmarks/results/`` (not
+committed; ``--output``, see :mod:`benchmarks.rawruns`), and with
+``--plots`` the PNG charts beside it, in ``<that file>-plots/``: the
+charts of ``doc/source/internals/benchmarks.rst`` are copies of them,
+made when its tables are updated from the same run.
 """
 
 from __future__ import annotations
@@ -49,12 +52,10 @@ from typing import Any
 
 import psutil  # type: ignore[import-untyped]
 
-from benchmarks import ironic, load, reference
+from benchmarks import ironic, load, rawruns, reference
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-RESULTS = os.path.join(HERE, "results")
-PLOTS = os.path.join(REPO, "doc", "source", "_static", "benchmarks")
 RC = "bench"
 #: ``Prefer: wait`` seconds of the Prefer-sending client (the SDK's value).
 PREFER_WAIT = 10
@@ -533,8 +534,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--profile", action="store_true",
                    help="py-spy the reference server during a c=8 run")
     p.add_argument("--plots", action="store_true",
-                   help="write PNG plots to doc/source/_static/benchmarks")
-    p.add_argument("--output", default=None, help="JSON result path")
+                   help="also write PNG charts, to <output>-plots/")
+    rawruns.add_option(p, "allocation")
     p.add_argument("--settle", type=float, default=30.0,
                    help="seconds an allocation may stay allocating")
     args = p.parse_args(argv)
@@ -561,35 +562,26 @@ def main(argv: list[str] | None = None) -> int:
                                "note": "shared 2-core machine: other "
                                "processes ran meanwhile; see loadavg"}
     workdir = tempfile.mkdtemp(prefix="baremetal-alloc-benchrun-")
-    output = args.output or os.path.join(RESULTS,
-                                         f"allocation-{args.mode}.json")
     sections: list[tuple[str, Callable[..., dict[str, Any]]]] = [
         ("compare", compare), ("fleet", fleet), ("postgresql", postgresql)]
     try:
         for name, func in sections:
             if name in args.sections:
                 results[name] = func(args, workdir)
-                _save(results, output)
+                rawruns.write_json(args.output, results)  # so far
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     results["machine"]["loadavg_end"] = [round(x, 2)
                                          for x in os.getloadavg()]
-    _save(results, output)
+    rawruns.write_json(args.output, results)
     print(table(results))
     if args.plots:
         from benchmarks import plots  # matplotlib only when plotting
 
-        for path in plots.write_all(results, PLOTS):
+        directory = os.path.splitext(args.output)[0] + "-plots"
+        for path in plots.write_all(results, directory):
             log(f"wrote {path}")
-    log(f"results in {output}")
     return 0
-
-
-def _save(results: dict[str, Any], output: str) -> None:
-    os.makedirs(os.path.dirname(output), exist_ok=True)
-    with open(output, "w") as handle:
-        json.dump(results, handle, indent=1)
-        handle.write("\n")
 
 
 if __name__ == "__main__":

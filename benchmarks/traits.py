@@ -19,7 +19,8 @@ Usage (from the repository root)::
     .venv/bin/python -m benchmarks.traits                 # ~2 min
     .venv/bin/python -m benchmarks.traits --db sqlite --fleet 1000 10000
 
-Results go to ``benchmarks/results/traits.json`` (``--output``).
+The run's JSON goes to a new file in ``benchmarks/results/`` (not
+committed; ``--output``, see :mod:`benchmarks.rawruns`).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from benchmarks import app_loop, floor, reference
+from benchmarks import app_loop, floor, rawruns, reference
 
 TRAITS = ("HW_CPU_X86_VMX", "HW_CPU_X86_AVX2", "CUSTOM_GPU")
 
@@ -112,8 +113,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--creates", type=int, default=100,
                         help="creates per round")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--output", default=os.path.join(
-        floor.RESULTS, "traits.json"))
+    rawruns.add_option(parser, "traits")
     args = parser.parse_args(argv)
     needed = args.creates * args.rounds + floor.WARMUP
     if min(args.fleet) < needed:
