@@ -86,6 +86,7 @@ class Cloud:
                 (SERVICE, "service"))
         }
         self._sessions: dict[str, ks_session.Session] = {}
+        self._roles: dict[str, str] = {}
         self.keystone = _keystone.Keystone(self.users[ADMIN].password)
         self.server = Server(self.token)
         try:
@@ -114,22 +115,33 @@ class Cloud:
 
     def _provision(self) -> dict[str, str]:
         admin = self.session(ADMIN)
-        roles = {r["name"]: r["id"] for r in admin.get(
+        self._roles = {r["name"]: r["id"] for r in admin.get(
             self.keystone.url + "/roles").json()["roles"]}
-        projects: dict[str, str] = {}
-        for name in ("service", self.project_a, self.project_b):
-            projects[name] = self._post(admin, "/projects", {"project": {
-                "name": name, "domain_id": "default"}})["project"]["id"]
+        projects = {name: self.add_project(name) for name in (
+            "service", self.project_a, self.project_b)}
         for user, role in ((ALICE, "member"), (BOB, "member"),
                            (RITA, "reader"), (SERVICE, "service")):
             entry = self.users[user]
-            user_id = self._post(admin, "/users", {"user": {
-                "name": user, "password": entry.password,
-                "domain_id": "default"}})["user"]["id"]
-            admin.put(f"{self.keystone.url}/projects/"
-                      f"{projects[str(entry.project)]}/users/{user_id}/"
-                      f"roles/{roles[role]}")
+            self.add_user(entry, projects[str(entry.project)], role)
         return projects
+
+    def add_project(self, name: str) -> str:
+        """A new project in the default domain; its ID."""
+        return str(self._post(self.session(ADMIN), "/projects", {
+            "project": {"name": name, "domain_id": "default"},
+        })["project"]["id"])
+
+    def add_user(self, user: User, project_id: str, role: str) -> str:
+        """Create ``user`` with ``role`` on the project; the user's ID
+        (``user.project`` must be that project's name)."""
+        admin = self.session(ADMIN)
+        user_id = str(self._post(admin, "/users", {"user": {
+            "name": user.name, "password": user.password,
+            "domain_id": "default"}})["user"]["id"])
+        admin.put(f"{self.keystone.url}/projects/{project_id}/users/"
+                  f"{user_id}/roles/{self._roles[role]}")
+        self.users[user.name] = user
+        return user_id
 
     def register_endpoint(self, url: str) -> None:
         """The reference server as the catalog's ``baremetal`` service."""
@@ -142,9 +154,11 @@ class Cloud:
                 "region_id": _keystone.REGION}})
 
     # -- the reference server ------------------------------------------------
-    def keystone_config(self) -> str:
-        """Ironic's ``[keystone_authtoken]``, without the password."""
-        path = os.path.join(self.server.tmpdir, "baremetal-alloc.conf")
+    def keystone_config(self, directory: str, extra: str = "") -> str:
+        """Ironic's ``[keystone_authtoken]`` as the docs show it (without
+        the password; this server's defaults for the rest), plus
+        ``extra`` lines."""
+        path = os.path.join(directory, "baremetal-alloc.conf")
         with open(path, "w", encoding="utf-8") as handle:
             handle.write(
                 "[keystone_authtoken]\n"
@@ -155,17 +169,32 @@ class Cloud:
                 "user_domain_name = Default\n"
                 "project_name = service\n"
                 "project_domain_name = Default\n"
-                f"region_name = {_keystone.REGION}\n"
-                "service_token_roles_required = true\n")
+                f"region_name = {_keystone.REGION}\n" + extra)
         return path
 
     def _serve(self) -> None:
         port = free_port()
         self.register_endpoint(f"http://127.0.0.1:{port}")
-        self.server.start(
+        self.start_server(self.server, port=port)
+
+    def start_server(self, server: Server, extra: str = "",
+                     port: int | None = None) -> None:
+        """Serve with ``--auth-strategy keystone`` and this Keystone."""
+        server.start(
             "--auth-strategy", "keystone",
-            "--keystone-config", self.keystone_config(),
+            "--keystone-config", self.keystone_config(server.tmpdir, extra),
             env={PASSWORD_ENV: self.users[SERVICE].password}, port=port)
+
+    def another_server(self, extra: str) -> Server:
+        """A second server (its own database, outside the catalog) whose
+        ``[keystone_authtoken]`` adds ``extra``; stopped by the caller."""
+        server = Server(self.token)
+        try:
+            self.start_server(server, extra)
+        except BaseException:
+            server.cleanup()
+            raise
+        return server
 
     def token(self, user: str) -> str:
         """A token of ``user`` in its scope (cached by the session)."""

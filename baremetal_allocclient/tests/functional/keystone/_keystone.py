@@ -6,6 +6,10 @@ virtualenv (default ``<repo>/.venv-keystone``, overridden by
 at the end.  Each :class:`Keystone` bootstraps a fresh SQLite database
 (``db_sync``, ``fernet_setup``, ``credential_setup``, ``bootstrap``) and
 serves it with gunicorn (one worker) on a free loopback port.
+:meth:`Keystone.issuer` starts a second Keystone process on the same
+database and keys (as the nodes of a Keystone cluster share them) whose
+tokens expire after a few seconds: tokens that have really expired, while
+the first process keeps Keystone's default lifetime for everything else.
 """
 
 from __future__ import annotations
@@ -64,14 +68,23 @@ def ensure_venv() -> str:
     return targets.ensure_venv(venv_path(), REQUIREMENTS, "Keystone")
 
 
-def _config(workdir: str) -> str:
+def _config(workdir: str, token_expiration: int | None = None) -> str:
+    token = ("" if token_expiration is None else
+             f"[token]\nexpiration = {token_expiration}\n")
     return (
         "[DEFAULT]\nuse_stderr = true\n"
         f"[database]\nconnection = sqlite:///{workdir}/keystone.sqlite\n"
         f"[fernet_tokens]\nkey_repository = {workdir}/fernet-keys\n"
         f"[fernet_receipts]\nkey_repository = {workdir}/fernet-keys\n"
         f"[credential]\nkey_repository = {workdir}/credential-keys\n"
+        + token
     )
+
+
+def _environment(conf: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
+    env["OS_KEYSTONE_CONFIG_FILES"] = conf
+    return env
 
 
 class Keystone:
@@ -83,10 +96,7 @@ class Keystone:
         self.conf = os.path.join(self.workdir, "keystone.conf")
         with open(self.conf, "w") as handle:
             handle.write(_config(self.workdir))
-        self._env = {
-            k: v for k, v in os.environ.items() if not k.startswith("OS_")
-        }
-        self._env["OS_KEYSTONE_CONFIG_FILES"] = self.conf
+        self._env = _environment(self.conf)
         self._process: _Process | None = None
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/v3"
@@ -116,10 +126,14 @@ class Keystone:
             "--bootstrap-region-id", REGION, what="keystone bootstrap")
 
     def _start(self) -> None:
-        argv = [os.path.join(self.bin_dir, "python"), "-c", _RUNNER,
-                str(self.port)]
-        self._process = _EnvProcess(argv, self.workdir, self._env)
+        self._process = _serve(self.bin_dir, self.workdir, self.port,
+                               self._env, "keystone.log")
         self._process.wait_ready(self.url, _START_TIMEOUT)
+
+    def issuer(self, token_expiration: int) -> Issuer:
+        """A second process on this database and these keys whose tokens
+        expire after ``token_expiration`` seconds; ``close`` stops it."""
+        return Issuer(self, token_expiration)
 
     def log_tail(self) -> str:
         """The end of Keystone's log."""
@@ -133,14 +147,48 @@ class Keystone:
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
+class Issuer:
+    """A Keystone process sharing another's database and keys, with its
+    own ``[token] expiration``: its tokens are valid everywhere in that
+    Keystone until they expire."""
+
+    def __init__(self, keystone: Keystone, token_expiration: int) -> None:
+        conf = os.path.join(keystone.workdir,
+                            f"keystone-{token_expiration}s.conf")
+        with open(conf, "w") as handle:
+            handle.write(_config(keystone.workdir, token_expiration))
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/v3"
+        self._process: _Process | None = _serve(
+            keystone.bin_dir, keystone.workdir, self.port,
+            _environment(conf), f"keystone-{self.port}.log")
+        try:
+            self._process.wait_ready(self.url, _START_TIMEOUT)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Stop the process (its log stays with the first process's)."""
+        if self._process is not None:
+            self._process.stop(keep_workdir=True)
+            self._process = None
+
+
+def _serve(bin_dir: str, workdir: str, port: int, env: dict[str, str],
+           log_name: str) -> _Process:
+    argv = [os.path.join(bin_dir, "python"), "-c", _RUNNER, str(port)]
+    return _EnvProcess(argv, workdir, env, log_name)
+
+
 class _EnvProcess(_Process):
     """A process with Keystone's environment (``_Process`` drops ``OS_*``
     variables; Keystone needs OS_KEYSTONE_CONFIG_FILES)."""
 
     def __init__(self, argv: Sequence[str], workdir: str,
-                 env: dict[str, str]) -> None:
+                 env: dict[str, str], log_name: str) -> None:
         self.workdir = workdir
-        self.log_path = os.path.join(workdir, "keystone.log")
+        self.log_path = os.path.join(workdir, log_name)
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop
         self.popen = subprocess.Popen(
             list(argv), stdin=subprocess.DEVNULL, stdout=self._log,
