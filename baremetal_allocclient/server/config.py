@@ -164,15 +164,20 @@ def _value(conf: cfg.ConfigOpts, option: Option, group: str | None) -> Any:
             return conf[option.opt.dest]
         return conf[group][option.opt.dest]
     except (ValueError, cfg.Error) as exc:
-        reason = str(exc).rsplit("is not valid: ", 1)[-1]
-        if "invalid literal for int()" in reason:  # oslo.config's Integer
-            reason = "must be an integer"
         env = _env_name(option)
         where = (f"environment variable {env}" if env in os.environ
                  else "config file")
         raise ConfigError(
             f"invalid value for [{option.group}] {option.opt.name} "
-            f"({where}): {_one_line(reason)}") from exc
+            f"({where}): {invalid_value_reason(exc)}") from exc
+
+
+def invalid_value_reason(exc: Exception) -> str:
+    """Why oslo.config refused a value, in one line (pure)."""
+    reason = str(exc).rsplit("is not valid: ", 1)[-1]
+    if "invalid literal for int()" in reason:  # oslo.config's Integer
+        reason = "must be an integer"
+    return _one_line(reason)
 
 
 def _one_line(text: str) -> str:

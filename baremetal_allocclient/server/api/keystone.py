@@ -17,16 +17,29 @@ All configuration is the one oslo.config group :data:`GROUP`;
 :func:`wrapper` takes any ``ConfigOpts`` holding it, so a ``serve`` that
 reads its own configuration files can pass its object instead of
 :func:`load_config`'s.
+
+:data:`DEFAULTS` changes four of keystonemiddleware's defaults (Ironic
+keeps them); the operator's file still wins.  A revoked token this process
+has validated works for ``token_cache_time`` (30 s, not 300); with no
+``service_token_roles`` (the default here, not ``service``) the
+``X-Service-Token`` header is dropped before ``auth_token`` sees it, so no
+service token revives an expired user token (Keystone's allow-expired) or
+lifts an application credential's access rules; ``service_type`` is
+``baremetal``, so access rules are checked instead of every such
+credential refused.  ``doc/source/howto/security.rst`` says what remains.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from baremetal_allocclient.constraints import EXPLAIN_PATH
 from baremetal_allocclient.server.api import auth
+from baremetal_allocclient.server.config import invalid_value_reason
 
 #: The oslo.config group: Ironic's name and keystonemiddleware's options.
 GROUP = "keystone_authtoken"
@@ -35,6 +48,16 @@ PASSWORD_ENV = "OS_KEYSTONE_AUTHTOKEN__PASSWORD"  # noqa: S105 - a name
 #: Roles (after Keystone's implied roles) that may change what they see.
 WRITER_ROLES = frozenset({"admin", "member"})
 READER_ROLE = "reader"
+#: keystonemiddleware's options whose default this server changes.
+DEFAULTS: Mapping[str, Any] = {
+    "token_cache_time": 30,
+    "service_token_roles": [],
+    "service_token_roles_required": True,
+    "service_type": "baremetal",
+}
+_SERVICE_TOKEN = "HTTP_X_SERVICE_TOKEN"  # noqa: S105 - a header name
+
+LOG = logging.getLogger(__name__)
 
 
 class KeystoneConfigError(Exception):
@@ -54,6 +77,89 @@ def load_config(path: str) -> Any:
     except cfg.Error as exc:
         raise KeystoneConfigError(f"cannot read {path}: {exc}") from exc
     return conf
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The ``[keystone_authtoken]`` values this module decides with."""
+
+    token_cache_time: int
+    service_token_roles: tuple[str, ...]
+    service_token_roles_required: bool
+    service_type: str | None
+
+    @property
+    def service_tokens(self) -> bool:
+        """Whether ``X-Service-Token`` reaches ``auth_token``."""
+        return bool(self.service_token_roles)
+
+    def describe(self) -> str:
+        """The start-up log line: the values in force (pure)."""
+        roles = list(self.service_token_roles)
+        effect = ("a service token with one of these roles revives an "
+                  "expired token" if roles else "X-Service-Token ignored")
+        return (f"[{GROUP}] token_cache_time = {self.token_cache_time}, "
+                f"service_token_roles = {roles} ({effect}), "
+                f"service_token_roles_required = "
+                f"{self.service_token_roles_required}, "
+                f"service_type = {self.service_type}")
+
+
+def configure(conf: Any) -> Settings:
+    """Register keystonemiddleware's options in ``conf`` with this
+    server's :data:`DEFAULTS`; the values in force.
+
+    Raises :class:`KeystoneConfigError` for a value oslo.config refuses,
+    and (:func:`settings_from`) for ``token_cache_time = 0``, which
+    keystonemiddleware's cache takes as "keep forever", and for a
+    ``service_type`` without ``include_service_catalog``, with which
+    keystonemiddleware fails on an application credential's access rules
+    (a 500).
+    """
+    from keystonemiddleware import auth_token
+
+    names = []
+    for group, opts in auth_token.list_opts():
+        conf.register_opts(opts, group=group)
+        names += [opt.dest for opt in opts if group == GROUP]
+    for name, value in DEFAULTS.items():
+        conf.set_default(name, value, group=GROUP)
+    # Every value read once: a bad one is a line here, not a traceback.
+    return settings_from({name: _value(conf, name) for name in names})
+
+
+def settings_from(values: Mapping[str, Any]) -> Settings:
+    """The :class:`Settings` of ``[keystone_authtoken]`` values, or
+    :class:`KeystoneConfigError` for a combination not served (pure)."""
+    settings = Settings(
+        values["token_cache_time"],
+        tuple(role for role in values["service_token_roles"] or () if role),
+        values["service_token_roles_required"], values["service_type"])
+    if settings.token_cache_time == 0:
+        raise KeystoneConfigError(
+            f"[{GROUP}] token_cache_time = 0 would keep every validated "
+            f"token for the life of the process (keystonemiddleware reads "
+            f"0 as no expiry); use -1 to validate every request with "
+            f"Keystone, or a number of seconds")
+    if settings.service_type and not values["include_service_catalog"]:
+        raise KeystoneConfigError(
+            f"[{GROUP}] include_service_catalog = false leaves "
+            f"keystonemiddleware unable to check the access rules of "
+            f"application credentials (it answers their requests with a "
+            f"500): set include_service_catalog = true, or service_type "
+            f"empty to refuse such credentials")
+    return settings
+
+
+def _value(conf: Any, name: str) -> Any:
+    from oslo_config import cfg
+
+    try:
+        return conf[GROUP][name]
+    except (cfg.Error, ValueError) as exc:
+        raise KeystoneConfigError(
+            f"invalid value for [{GROUP}] {name}: "
+            f"{invalid_value_reason(exc)}") from exc
 
 
 def _roles(environ: Mapping[str, Any]) -> set[str]:
@@ -134,11 +240,14 @@ class _Authorize:
 
 
 class KeystoneMiddleware:
-    """Public paths go straight on; everything else through auth_token."""
+    """Public paths go straight on; everything else through auth_token
+    (without ``X-Service-Token`` unless service_token_roles names a
+    role)."""
 
     def __init__(self, app: auth.WsgiApp, conf: Any) -> None:
         from keystonemiddleware import auth_token
 
+        self.settings = configure(conf)
         self._public = app
         self._protected = auth_token.AuthProtocol(
             _Authorize(app), {"oslo_config_config": conf})
@@ -148,6 +257,8 @@ class KeystoneMiddleware:
         path = (environ.get("PATH_INFO") or "/").rstrip("/") or "/"
         if path in auth.PUBLIC_PATHS:
             return self._public(environ, start_response)
+        if not self.settings.service_tokens:
+            environ.pop(_SERVICE_TOKEN, None)
         result: Iterable[bytes] = self._protected(environ, start_response)
         return result
 
@@ -166,7 +277,7 @@ def wrapper(conf: Any) -> Any:
     from keystoneauth1 import exceptions as ks_exceptions
 
     try:
-        KeystoneMiddleware(_refuse, conf)
+        probe = KeystoneMiddleware(_refuse, conf)
     except ks_exceptions.ClientException as exc:
         raise KeystoneConfigError(f"[{GROUP}]: {exc}") from exc
     missing = [name for name in ("www_authenticate_uri", "auth_type")
@@ -175,4 +286,5 @@ def wrapper(conf: Any) -> Any:
         raise KeystoneConfigError(
             f"[{GROUP}] needs {' and '.join(missing)}, as Ironic's "
             f"configuration does")
+    LOG.info("%s", probe.settings.describe())
     return lambda app: KeystoneMiddleware(app, conf)

@@ -4,6 +4,12 @@ One Keystone and one reference server per class (set-up about 25 s): the
 server is the catalog's ``baremetal`` endpoint and the clients find it
 there.  alice (member) and rita (reader) are in project A, bob (member) in
 project B, admin holds the system-scoped admin role.
+
+The server runs with the ``[keystone_authtoken]`` the docs show, so
+keystonemiddleware's edges are tested with this server's defaults for them
+(``security.rst``): validated tokens cached :data:`CACHE_SECONDS`, no
+expired token revived by an ``X-Service-Token``, access rules checked for
+the ``baremetal`` service.  The cache test waits that long (about 31 s).
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 import datetime
 import json
 import subprocess
+import time
 import uuid
 from typing import Any
 
@@ -21,13 +28,20 @@ from keystoneauth1.identity import v3
 from baremetal_allocclient import exceptions, leases
 from baremetal_allocclient.tests.functional.keystone import _cloud, _keystone
 from baremetal_allocclient.tests.functional.keystone._cloud import (
+    ADMIN,
     ALICE,
     BOB,
     RITA,
+    SERVICE,
 )
 from baremetal_allocclient.tests.functional.security import _support as sup
 from baremetal_allocclient.tests.functional.targets import TargetError
 from baremetal_allocclient.v1 import Client
+
+#: The server's default ``[keystone_authtoken] token_cache_time``.
+CACHE_SECONDS = 30
+#: Lifetime of the tokens that must really expire during a test.
+SHORT_LIFE = 2
 
 _UNAUTHORIZED = {"error": {
     "code": 401, "title": "Unauthorized",
@@ -47,6 +61,7 @@ class KeystoneTests(testtools.TestCase):
     a_nodes: list[Any]
     b_nodes: list[Any]
     leased: Any
+    revives: _cloud.Server | None = None
 
     @classmethod
     def setUpClass(cls) -> None:
@@ -381,3 +396,151 @@ class KeystoneTests(testtools.TestCase):
             self.assertIn("401", lines[0])
             self.assertNotIn("wrong-password", result.stderr)
 
+
+    # -- keystonemiddleware's edges, with this server's defaults -------------
+
+    def _answer(self, token: str, server: _cloud.Server | None = None,
+                service: str | None = None) -> int:
+        """The status of ``GET /v1/allocations`` with ``token`` (and the
+        ``service`` token)."""
+        headers = {"X-Auth-Token": token}
+        if service is not None:
+            headers["X-Service-Token"] = service
+        response = (server or self.server).request(
+            "GET", "/v1/allocations", auth=False, headers=headers)
+        if response.status_code == 401:
+            self.assertEqual(_UNAUTHORIZED, response.json())
+        return response.status_code
+
+    def _startup_settings(self, server: _cloud.Server) -> str:
+        """The line the server logs with its [keystone_authtoken]."""
+        lines = [line for line in server.log().splitlines()
+                 if "[keystone_authtoken] token_cache_time" in line]
+        self.assertEqual(1, len(lines), server.log()[-3000:])
+        return lines[0]
+
+    def _reviving_server(self) -> _cloud.Server:
+        """A second server whose operator named the service role, as
+        Ironic's keystonemiddleware defaults have it (started once)."""
+        cls = type(self)
+        if cls.revives is None:
+            cls.revives = self.cloud.another_server(
+                "service_token_roles = service\n")
+            cls.addClassCleanup(cls.revives.cleanup)
+        self.assertIn("service_token_roles = ['service'] ",
+                      self._startup_settings(cls.revives))
+        return cls.revives
+
+    def _new_member(self, project: str, project_id: str) -> tuple[str, str]:
+        """A new member of ``project``; its name and Keystone ID."""
+        name = "m-" + uuid.uuid4().hex[:8]
+        user = _cloud.User(name, "pw-" + uuid.uuid4().hex, project)
+        return name, self.cloud.add_user(user, project_id, "member")
+
+    def test_revoked_token_works_only_until_its_cache_entry_ends(
+            self) -> None:
+        self.assertIn(f"token_cache_time = {CACHE_SECONDS},",
+                      self._startup_settings(self.server))
+        project = "proj-c-" + uuid.uuid4().hex[:6]
+        project_id = self.cloud.add_project(project)
+        in_disabled_project, _ = self._new_member(project, project_id)
+        deleted, deleted_id = self._new_member(
+            self.cloud.project_a, self.project_id(ALICE))
+        tokens = [self.cloud.token(in_disabled_project),
+                  self.cloud.token(deleted)]
+        first = time.monotonic()
+        self.assertEqual([200, 200], [self._answer(t) for t in tokens])
+        seen = time.monotonic()  # both validated, and cached, by now
+        admin, keystone = self.cloud.session(ADMIN), self.cloud.keystone.url
+        admin.patch(f"{keystone}/projects/{project_id}",
+                    json={"project": {"enabled": False}})
+        admin.delete(f"{keystone}/users/{deleted_id}")
+        for token in tokens:  # Keystone refuses them from now on...
+            self.assertEqual(404, admin.get(
+                f"{keystone}/auth/tokens", raise_exc=False,
+                headers={"X-Subject-Token": token}).status_code)
+        # ...this server, having seen them, not yet.
+        self.assertEqual([200, 200], [self._answer(t) for t in tokens])
+        self.assertLess(time.monotonic() - first, CACHE_SECONDS - 2,
+                        "too slow to ask within the cache time")
+        time.sleep(max(0.0, seen + CACHE_SECONDS + 1 - time.monotonic()))
+        self.assertEqual([401, 401], [self._answer(t) for t in tokens])
+
+    def test_service_token_revives_no_expired_token_by_default(self) -> None:
+        issuer = self.cloud.keystone.issuer(SHORT_LIFE)
+        self.addCleanup(issuer.close)
+        access = self.cloud.users[ALICE].auth(issuer.url).get_access(
+            ks_session.Session())
+        expired = str(access.auth_token)
+        self.assertIn("service_token_roles = [] ",
+                      self._startup_settings(self.server))
+        # The operator who names the role gets keystonemiddleware's own
+        # default (Ironic's): a service token revives an expired token.
+        revives = self._reviving_server()
+        assert access.expires is not None
+        time.sleep(max(0.0, (access.expires - datetime.datetime.now(
+            datetime.timezone.utc)).total_seconds() + 1))
+        service = self.cloud.token(SERVICE)  # its only role is service
+        self.assertEqual(401, self._answer(expired))
+        self.assertEqual(401, self._answer(expired, service=service))
+        # The header is ignored, not refused: a valid token still works.
+        self.assertEqual(200, self._answer(self.cloud.token(BOB),
+                                           service=service))
+        self.assertEqual(200, self._answer(expired, revives,
+                                           service=service))
+        self.assertEqual(401, self._answer(expired, revives))
+        # service_token_roles_required: a service token without the role
+        # is refused, even beside a valid user token.
+        self.assertEqual(401, self._answer(
+            expired, revives, service=self.cloud.token(BOB)))
+        self.assertEqual(401, self._answer(
+            self.cloud.token(BOB), revives,
+            service=self.cloud.token(ALICE)))
+
+    def test_application_credential_access_rules_are_enforced(self) -> None:
+        self.assertIn("service_type = baremetal",
+                      self._startup_settings(self.server))
+        mine = self._allocate(ALICE)
+        session = self.cloud.session(ALICE)
+        secret = "ac-" + uuid.uuid4().hex
+        created = session.post(
+            f"{self.cloud.keystone.url}/users/{session.get_user_id()}/"
+            "application_credentials",
+            json={"application_credential": {
+                "name": "ac-rules-" + uuid.uuid4().hex[:6], "secret": secret,
+                "access_rules": [
+                    {"service": "baremetal", "method": "GET",
+                     "path": "/v1/allocations"},
+                    {"service": "baremetal", "method": "GET",
+                     "path": "/v1/allocations/*"}]}},
+        ).json()["application_credential"]
+        plugin = v3.ApplicationCredential(
+            auth_url=self.cloud.keystone.url,
+            application_credential_id=created["id"],
+            application_credential_secret=secret)
+        sdk = self.sdk(ALICE, plugin)
+        self.assertIn(mine["uuid"], [a.uuid for a in sdk.list_allocations()])
+        self.assertEqual(mine["uuid"], sdk.get_allocation(mine["uuid"]).uuid)
+        token = plugin.get_token(ks_session.Session())
+        for method, path in (
+                ("GET", "/v1/nodes"),
+                ("POST", "/v1/allocations"),
+                ("PATCH", f"/v1/allocations/{mine['uuid']}"),
+                ("DELETE", f"/v1/allocations/{mine['uuid']}")):
+            response = self.server.request(
+                method, path, {} if method in ("POST", "PATCH") else None,
+                auth=False, headers={"X-Auth-Token": str(token)})
+            self.assertEqual(401, response.status_code, (method, path))
+            self.assertEqual(_UNAUTHORIZED, response.json())
+        # A service token (dropped here) would lift the rules, as it does
+        # where the operator names the service role.
+        service = {"X-Auth-Token": str(token),
+                   "X-Service-Token": self.cloud.token(SERVICE)}
+        for server, status in ((self.server, 401),
+                               (self._reviving_server(), 200)):
+            self.assertEqual(status, server.request(
+                "GET", "/v1/nodes", auth=False,
+                headers=service).status_code)
+        self.assertEqual("active", self.server.expect(
+            200, "GET", f"/v1/allocations/{mine['uuid']}",
+            auth=ALICE)["state"])

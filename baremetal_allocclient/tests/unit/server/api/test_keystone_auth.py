@@ -90,7 +90,7 @@ def _args(**kw: object) -> argparse.Namespace:
     return args
 
 
-class ConfigTests(testtools.TestCase):
+class _ConfigCase(testtools.TestCase):
 
     def _conf(self, text: str) -> str:
         directory = tempfile.mkdtemp()
@@ -104,6 +104,9 @@ class ConfigTests(testtools.TestCase):
         error = self.assertRaises(security.SecurityConfigError,
                                   security.configure, _args(**kw))
         return str(error)
+
+
+class ConfigTests(_ConfigCase):
 
     def test_keystone_needs_a_config_file(self) -> None:
         # Without --keystone-config the server's own (here empty)
@@ -150,3 +153,79 @@ class ConfigTests(testtools.TestCase):
         keystone.wrapper(conf)
         self.assertEqual("from-env", conf[keystone.GROUP].password)
         self.assertEqual("svc", conf[keystone.GROUP].username)
+
+
+_SERVICE_USER = (
+    "[keystone_authtoken]\nauth_type = password\n"
+    "www_authenticate_uri = http://127.0.0.1:5000/v3\n"
+    "auth_url = http://127.0.0.1:5000/v3\nusername = svc\n"
+    "password = p\nuser_domain_name = Default\nproject_name = service\n"
+    "project_domain_name = Default\n")
+
+
+class DefaultsTests(_ConfigCase):
+    """keystonemiddleware's options with this server's defaults; what the
+    operator's file says wins."""
+
+    def _settings(self, extra: str = "") -> keystone.Settings:
+        conf = keystone.load_config(self._conf(_SERVICE_USER + extra))
+        keystone.wrapper(conf)
+        return keystone.configure(conf)
+
+    def test_defaults_when_the_file_is_silent(self) -> None:
+        self.assertEqual(
+            keystone.Settings(30, (), True, "baremetal"), self._settings())
+        self.assertEqual(
+            {"token_cache_time": 30, "service_token_roles": [],
+             "service_token_roles_required": True,
+             "service_type": "baremetal"}, dict(keystone.DEFAULTS))
+
+    def test_the_operator_file_wins(self) -> None:
+        self.assertEqual(
+            keystone.Settings(-1, ("service", "admin"), False, "metal"),
+            self._settings("token_cache_time = -1\n"
+                           "service_token_roles = service, admin\n"
+                           "service_token_roles_required = false\n"
+                           "service_type = metal\n"))
+
+    def test_the_settings_are_logged_in_one_line(self) -> None:
+        self.assertEqual(
+            "[keystone_authtoken] token_cache_time = 30, "
+            "service_token_roles = [] (X-Service-Token ignored), "
+            "service_token_roles_required = True, service_type = baremetal",
+            self._settings().describe())
+        self.assertIn("['service'] (a service token with one of these "
+                      "roles revives an expired token)",
+                      self._settings("service_token_roles = service\n")
+                      .describe())
+
+    def test_cache_time_zero_is_refused(self) -> None:
+        # keystonemiddleware's cache reads 0 as "never expires".
+        message = self._error(auth_strategy="keystone", keystone_config=(
+            self._conf(_SERVICE_USER + "token_cache_time = 0\n")))
+        self.assertIn("token_cache_time = 0", message)
+        self.assertIn("use -1", message)
+
+    def test_access_rules_need_the_catalog(self) -> None:
+        # keystonemiddleware reads the token's catalog to check access
+        # rules; without one it fails (KeyError, a 500).
+        message = self._error(auth_strategy="keystone", keystone_config=(
+            self._conf(_SERVICE_USER + "include_service_catalog = false\n")))
+        self.assertIn("include_service_catalog = false", message)
+        self.assertEqual(keystone.Settings(30, (), True, ""), self._settings(
+            "include_service_catalog = false\nservice_type =\n"))
+
+    def test_a_bad_value_is_one_line_naming_the_option(self) -> None:
+        for extra, name, reason in (
+                ("token_cache_time = soon\n", "token_cache_time",
+                 "must be an integer"),
+                ("http_connect_timeout = x\n", "http_connect_timeout",
+                 "must be an integer"),
+                ("memcache_security_strategy = rot13\n",
+                 "memcache_security_strategy", "rot13")):
+            message = self._error(auth_strategy="keystone", keystone_config=(
+                self._conf(_SERVICE_USER + extra)))
+            self.assertIn(f"invalid value for [keystone_authtoken] {name}: ",
+                          message)
+            self.assertIn(reason, message)
+            self.assertEqual(1, len(message.splitlines()))
