@@ -28,7 +28,11 @@ from baremetal_allocclient.server.api import (
     versions,
 )
 from baremetal_allocclient.server.api.context import Context, json_response
-from baremetal_allocclient.server.api.errors import ApiError, RouteError
+from baremetal_allocclient.server.api.errors import (
+    ApiError,
+    RouteError,
+    as_api_error,
+)
 from baremetal_allocclient.server.api.http import Request, Response
 from baremetal_allocclient.server.api.routing import Route, Router
 from baremetal_allocclient.server.db.engine import (
@@ -38,6 +42,7 @@ from baremetal_allocclient.server.db.engine import (
     is_unavailable,
     short_reason,
 )
+from baremetal_allocclient.server.domain.errors import DomainError
 from baremetal_allocclient.server.ironic.handlers import (
     boot_mode,
     nodes,
@@ -217,9 +222,9 @@ class Application:
             return json_response(version_error_body(
                 exc.status, exc.message, ""), exc.status), version
         except ApiError as exc:
-            return json_response(
-                error_body(exc.status, exc.message), exc.status
-            ), version
+            return self._api_error(exc), version
+        except DomainError as exc:
+            return self._api_error(as_api_error(exc)), version
         except DBAPIError as exc:
             return self._database_error(request, exc), version
         except CommitOutcomeUnknown as exc:
@@ -228,6 +233,12 @@ class Application:
             if is_unavailable(exc):  # e.g. no pooled connection in time
                 return self._db_unavailable(request, exc), version
             return self._internal_error(request, exc), version
+
+    @staticmethod
+    def _api_error(exc: ApiError) -> Response:
+        """Ironic's error body with the error's status."""
+        return json_response(error_body(exc.status, exc.message),
+                             exc.status)
 
     @staticmethod
     def _call_with_retries(

@@ -25,12 +25,12 @@ from baremetal_allocclient.server.allocation.lease_expiry import LeaseExpiry
 from baremetal_allocclient.server.allocation.membership import Membership
 from baremetal_allocclient.server.allocation.queueing import QueueRounds
 from baremetal_allocclient.server.allocation.takeover import Takeover
-from baremetal_allocclient.server.allocation.workers import AllocationWorkers
-from baremetal_allocclient.server.api.limits import MAX_BODY
-from baremetal_allocclient.server.api.prefer import (
+from baremetal_allocclient.server.allocation.wait_permits import (
     WaitPermits,
     waiting_capacity,
 )
+from baremetal_allocclient.server.allocation.workers import AllocationWorkers
+from baremetal_allocclient.server.api.limits import MAX_BODY
 from baremetal_allocclient.server.app import Application
 from baremetal_allocclient.server.db.engine import Database, is_unavailable
 from baremetal_allocclient.server.db.models import utcnow

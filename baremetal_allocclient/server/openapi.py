@@ -22,7 +22,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from baremetal_allocclient.server.api import limits, schemas, versions
+from baremetal_allocclient.server import schemas
+from baremetal_allocclient.server.api import limits, versions
 from baremetal_allocclient.server.api.http import Response
 from baremetal_allocclient.server.ironic.handlers import boot_mode
 from baremetal_allocclient.server.ironic.views import PORT_FIELDS

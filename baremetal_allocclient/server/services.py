@@ -16,6 +16,10 @@ from typing import TYPE_CHECKING
 
 from baremetal_allocclient.server.allocation.backends.base import Backend
 from baremetal_allocclient.server.allocation.queueing import QueueRounds
+from baremetal_allocclient.server.allocation.wait_permits import (
+    WaitPermits,
+    waiting_capacity,
+)
 from baremetal_allocclient.server.allocation.workers import AllocationWorkers
 from baremetal_allocclient.server.api import prefer
 from baremetal_allocclient.server.db.engine import Database
@@ -43,9 +47,9 @@ class Services:
     #: Ceiling of ``Prefer: wait`` on POST /v1/allocations, in seconds.
     max_prefer_wait: float = prefer.DEFAULT_MAX_WAIT
     #: Request threads ``Prefer: wait`` may hold at once.
-    waiting: prefer.WaitPermits = field(
-        default_factory=lambda: prefer.WaitPermits(
-            prefer.waiting_capacity(prefer.DEFAULT_THREADS)
+    waiting: WaitPermits = field(
+        default_factory=lambda: WaitPermits(
+            waiting_capacity(prefer.DEFAULT_THREADS)
         )
     )
     #: Seconds between lease expiry rounds (``serve --expire-leases``);

@@ -94,9 +94,11 @@ def expire_one(
     """Release (or start tearing down) one allocation if, under its
     locks, its lease has still ended; None when it is gone."""
     with db.write() as session:
-        allocation = release.allocation_for_release(session, uuid, True)
-        if allocation is None:
+        found_to_release = release.allocation_for_release(session, uuid,
+                                                          True)
+        if found_to_release is None:
             return None
+        allocation = found_to_release.allocation
         node = None
         if allocation.node_id is not None:
             node = session.get(Node, allocation.node_id)

@@ -7,7 +7,7 @@ callers combine a release with their own changes.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import (
     bindparam,
@@ -42,11 +42,20 @@ def holder_of(session: Session, node: Node) -> Allocation | None:
     return allocation_by_id(session, node.allocation_id)
 
 
+class ToRelease(NamedTuple):
+    """An allocation locked for release, and its node as the release
+    rules read it (locked first; None: it holds no node)."""
+
+    allocation: Allocation
+    node: NodeView | None
+
+
 def allocation_for_release(
     session: Session, ident: str, by_uuid: bool
-) -> Allocation | None:
+) -> ToRelease | None:
     """An allocation by UUID or name with its node locked first, then
-    itself (the one lock order), ready for :func:`release_in_session`.
+    itself (the one lock order), ready for :func:`release_in_session`;
+    the node is read once, as it is locked.
 
     The node comes from an unlocked read.  If the allocation got a node
     in between (it was ``allocating``), that node is locked after it: the
@@ -57,12 +66,14 @@ def allocation_for_release(
     if seen is None:
         return None
     node_id = seen.node_id
-    if node_id is not None:
-        release_view(session, node_id)  # locks the node
+    node = None if node_id is None else release_view(session, node_id)
     locked = allocation_by_id(session, seen.id)
-    if locked is not None and locked.node_id not in (None, node_id):
-        release_view(session, locked.node_id)
-    return locked
+    if locked is None:
+        return None
+    if locked.node_id != node_id:
+        node = None if locked.node_id is None else release_view(
+            session, locked.node_id)
+    return ToRelease(locked, node)
 
 
 _RELEASE_VIEW = select(

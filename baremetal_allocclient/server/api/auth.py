@@ -22,11 +22,15 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import bcrypt
 import yaml
+
+from baremetal_allocclient.server.domain.principal import (
+    NOAUTH_ADMIN,
+    Principal,
+)
 
 LOG = logging.getLogger(__name__)
 
@@ -46,23 +50,6 @@ _PASSWORD_MAX = 4096
 
 class AuthConfigError(Exception):
     """An htpasswd or project mapping file that cannot be used."""
-
-
-@dataclass(frozen=True)
-class Principal:
-    """Who sends a request: an admin, or a member of one project.
-
-    ``read_only`` principals (Keystone's ``reader`` role) may only read.
-    """
-
-    user: str | None
-    project: str | None
-    admin: bool
-    read_only: bool = False
-
-
-#: Every request under ``noauth``.
-NOAUTH_ADMIN = Principal(user=None, project=None, admin=True)
 
 
 def principal_of(environ: Mapping[str, Any]) -> Principal:

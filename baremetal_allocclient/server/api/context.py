@@ -1,4 +1,5 @@
-"""Per-request context handed to every handler, and finding a node."""
+"""Per-request context handed to every handler: the request, its version,
+its principal and the services."""
 
 from __future__ import annotations
 
@@ -6,17 +7,13 @@ import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from sqlalchemy.orm import Session
-
-from baremetal_allocclient.server.api import limits, policy, storable, versions
+from baremetal_allocclient.server.api import limits, storable, versions
+from baremetal_allocclient.server.api.auth import principal_of
 from baremetal_allocclient.server.api.http import Request, Response
 from baremetal_allocclient.server.api.limits import MAX_BODY
-from baremetal_allocclient.server.api.node_lookup import (
-    NodeScope,
-    visible_node,
-)
 from baremetal_allocclient.server.db.engine import Database
-from baremetal_allocclient.server.db.models import Node
+from baremetal_allocclient.server.domain.policy import NodeScope
+from baremetal_allocclient.server.domain.principal import Principal
 
 
 class SharedServices(Protocol):
@@ -73,13 +70,13 @@ def empty_response(status: int) -> Response:
     return Response(status=status, content_type=None)
 
 
+def principal(ctx: Context) -> Principal:
+    """Who sent the request (set by the authentication middleware)."""
+    return principal_of(ctx.request.environ)
+
+
 def node_scope(ctx: Context) -> NodeScope:
     """Who the request is from, and whether its version lets it name a
     node (from 1.5): what finding a node needs of the request."""
-    return NodeScope(who=policy.principal(ctx),
+    return NodeScope(who=principal(ctx),
                      names=ctx.minor >= versions.NODE_NAME)
-
-
-def find_node(ctx: Context, session: Session, ident: str) -> Node:
-    """A node by UUID or (from 1.5) name; 404 when missing."""
-    return visible_node(session, node_scope(ctx), ident)

@@ -1,6 +1,25 @@
-"""The one exception type handlers raise to produce an HTTP error."""
+"""HTTP errors: the exception handlers raise for one, and the one table
+that answers a service's domain error with a status.
+
+Handlers raise :class:`ApiError` for what is HTTP's own (a version that
+lacks a field, a route not served, a malformed request); services raise
+the domain's errors (``server/domain/errors.py``), which
+:func:`as_api_error` turns into the same Ironic error body.  The
+application calls it for every request, so no handler maps them.
+"""
 
 from __future__ import annotations
+
+from baremetal_allocclient.server.domain import errors as domain
+
+#: The status each domain error is answered with.
+STATUS: dict[type[domain.DomainError], int] = {
+    domain.Invalid: 400,
+    domain.Forbidden: 403,
+    domain.NotFound: 404,
+    domain.Conflict: 409,
+    domain.Busy: 503,
+}
 
 
 class ApiError(Exception):
@@ -48,3 +67,12 @@ def conflict(message: str) -> ApiError:
 def not_acceptable(message: str = "Request not acceptable.") -> ApiError:
     """406: a field or parameter the requested version does not have."""
     return ApiError(406, message)
+
+
+def as_api_error(error: domain.DomainError) -> ApiError:
+    """The HTTP error answering a domain error (its class's status)."""
+    for kind in type(error).__mro__:
+        status = STATUS.get(kind)
+        if status is not None:
+            return ApiError(status, error.message)
+    return ApiError(500, error.message)

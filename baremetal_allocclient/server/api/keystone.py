@@ -9,7 +9,7 @@ needed on the command line.
 ``auth_token`` validates the token with Keystone (and caches the answer);
 a missing or invalid token gets its 401 (the body and ``WWW-Authenticate``
 header Ironic answers with).  A valid token becomes a
-:class:`~baremetal_allocclient.server.api.auth.Principal` by
+:class:`~baremetal_allocclient.server.api.Principal` by
 :func:`principal_from_headers`, and from there on the policy of
 ``--auth-projects`` applies unchanged (``server/api/policy.py``).
 
@@ -40,6 +40,7 @@ from typing import Any
 from baremetal_allocclient.constraints import EXPLAIN_PATH
 from baremetal_allocclient.server.api import auth
 from baremetal_allocclient.server.config import invalid_value_reason
+from baremetal_allocclient.server.domain.principal import Principal
 
 #: The oslo.config group: Ironic's name and keystonemiddleware's options.
 GROUP = "keystone_authtoken"
@@ -169,7 +170,7 @@ def _roles(environ: Mapping[str, Any]) -> set[str]:
 
 def principal_from_headers(
     environ: Mapping[str, Any],
-) -> auth.Principal | None:
+) -> Principal | None:
     """Who a validated token stands for (pure); None: no role here.
 
     A system-scoped token with ``admin`` is an admin; with only
@@ -183,17 +184,17 @@ def principal_from_headers(
     user = str(user) if user else None
     if environ.get("HTTP_OPENSTACK_SYSTEM_SCOPE") == "all":
         if "admin" in roles:
-            return auth.Principal(user, None, True)
+            return Principal(user, None, True)
         if roles & {READER_ROLE, "member"}:
-            return auth.Principal(user, None, True, read_only=True)
+            return Principal(user, None, True, read_only=True)
         return None
     project = environ.get("HTTP_X_PROJECT_ID")
     if not project:
         return None
     if roles & WRITER_ROLES:
-        return auth.Principal(user, str(project), False)
+        return Principal(user, str(project), False)
     if READER_ROLE in roles:
-        return auth.Principal(user, str(project), False, read_only=True)
+        return Principal(user, str(project), False, read_only=True)
     return None
 
 
@@ -204,8 +205,8 @@ def reader_may(method: str, path: str) -> bool:
     return method == "POST" and path == EXPLAIN_PATH
 
 
-def check(principal: auth.Principal | None, method: str, path: str,
-          user: str | None) -> auth.Principal:
+def check(principal: Principal | None, method: str, path: str,
+          user: str | None) -> Principal:
     """The request's principal, or :class:`auth.Rejected` (403)."""
     if principal is None:
         raise auth.Rejected(

@@ -1,41 +1,20 @@
-"""Collection parameters shared by node and allocation lists.
+"""The query parameters of node, port and allocation lists (paging,
+booleans, fields) and the link to the next page.
 
-Pagination is keyset-based (sort column, then id) with explicit NULL
-ordering, so it behaves the same on every database.
+The pages themselves are keyset-based (``db/paging.py``): the same on
+every database.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlencode
-
-from sqlalchemy import ColumnElement, and_, or_
-from sqlalchemy.orm import InstrumentedAttribute
 
 from baremetal_allocclient.server.api import numbers
 from baremetal_allocclient.server.api.errors import bad_request
+from baremetal_allocclient.server.domain.paging import Page
 
 MAX_LIMIT = 1000
-_TRUE = ("1", "on", "t", "true", "y", "yes")
-_FALSE = ("0", "f", "false", "n", "no", "off")
-
-
-def parse_bool(name: str, value: str | None) -> bool | None:
-    """Ironic's boolean query values; anything else is a 400."""
-    if value is None:
-        return None
-    lowered = value.strip().lower()
-    if lowered in _TRUE:
-        return True
-    if lowered in _FALSE:
-        return False
-    accepted = ", ".join(f"'{v}'" for v in sorted(_TRUE + _FALSE))
-    raise bad_request(
-        f"Invalid {name}: Unrecognized value '{value}', acceptable values "
-        f"are: {accepted}"
-    )
 
 
 def parse_limit(value: str | None) -> int:
@@ -92,99 +71,6 @@ def split_list(value: str) -> list[str]:
         if normalized and normalized not in items:
             items.append(normalized)
     return items
-
-
-@dataclass(frozen=True)
-class Page:
-    """Sorting and paging of one list request."""
-
-    limit: int
-    sort_key: str
-    sort_dir: str
-
-
-def order_and_page(
-    query: Any,
-    page: Page,
-    column: InstrumentedAttribute[Any],
-    id_column: InstrumentedAttribute[int],
-    marker: tuple[Any, int] | None,
-) -> Any:
-    """Apply ORDER BY (nulls first when ascending), the marker and LIMIT
-    (:func:`ordered_after`, then the page's limit)."""
-    return ordered_after(query, page.sort_dir, column, id_column,
-                         marker).limit(page.limit)
-
-
-def ordered_after(
-    query: Any,
-    sort_dir: str,
-    column: InstrumentedAttribute[Any],
-    id_column: InstrumentedAttribute[int],
-    marker: tuple[Any, Any] | None,
-) -> Any:
-    """Apply ORDER BY (nulls first when ascending) and keep the rows
-    after ``marker`` (its sort value and id: values, or bind parameters
-    for a statement compiled once).
-
-    Sorted by the id itself (never null, unique), the order and the
-    marker need the id alone: SQLite then walks the primary key instead
-    of sorting every row.
-    """
-    if column is id_column:
-        return _by_id(query, sort_dir, id_column, marker)
-    not_null = column.is_not(None)
-    if sort_dir == "asc":
-        query = query.order_by(not_null.asc(), column.asc(), id_column.asc())
-    else:
-        query = query.order_by(
-            not_null.desc(), column.desc(), id_column.desc()
-        )
-    if marker is not None:
-        query = query.where(_after(column, id_column, marker, sort_dir))
-    return query
-
-
-def _by_id(
-    query: Any,
-    sort_dir: str,
-    id_column: InstrumentedAttribute[int],
-    marker: tuple[Any, Any] | None,
-) -> Any:
-    if sort_dir == "asc":
-        query = query.order_by(id_column.asc())
-        if marker is not None:
-            query = query.where(id_column > marker[1])
-    else:
-        query = query.order_by(id_column.desc())
-        if marker is not None:
-            query = query.where(id_column < marker[1])
-    return query
-
-
-def _after(
-    column: InstrumentedAttribute[Any],
-    id_column: InstrumentedAttribute[int],
-    marker: tuple[Any, Any],
-    sort_dir: str,
-) -> ColumnElement[bool]:
-    value, marker_id = marker
-    if sort_dir == "asc":
-        if value is None:
-            return or_(
-                and_(column.is_(None), id_column > marker_id),
-                column.is_not(None),
-            )
-        return or_(
-            column > value, and_(column == value, id_column > marker_id)
-        )
-    if value is None:
-        return and_(column.is_(None), id_column < marker_id)
-    return or_(
-        column < value,
-        and_(column == value, id_column < marker_id),
-        column.is_(None),
-    )
 
 
 def next_link(

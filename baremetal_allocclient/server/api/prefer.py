@@ -9,13 +9,12 @@ so clients may always send it.
 
 Unknown or malformed preferences are ignored, as the RFC asks.
 ``respond-async`` in the same header wins over ``wait``.  At most half
-of the request threads wait at a time (:class:`WaitPermits`); beyond
-that a create is answered at once, as without the header.
+of the request threads wait at a time (``allocation/wait_permits.py``);
+beyond that a create is answered at once, as without the header.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable
 
 from baremetal_allocclient.server.api import numbers
@@ -65,38 +64,3 @@ def requested_wait(headers: Iterable[str], ceiling: float) -> float:
     except numbers.OutOfRange:  # more seconds than anyone waits
         return ceiling
     return min(float(seconds), ceiling)
-
-
-class WaitPermits:
-    """How many request threads may be held by ``Prefer: wait`` at once.
-
-    A waiting request holds an HTTP thread; without a cap a burst of
-    them holds every thread and unrelated requests queue behind it.  A
-    request that gets no permit is answered at once, which the
-    preference allows (the response then has no ``Preference-Applied``).
-    """
-
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self._used = 0
-        self._lock = threading.Lock()
-
-    def try_acquire(self) -> bool:
-        """Take a permit without blocking; False when all are taken."""
-        with self._lock:
-            if self._used >= self.capacity:
-                return False
-            self._used += 1
-            return True
-
-    def release(self) -> None:
-        """Give a permit back."""
-        with self._lock:
-            if self._used <= 0:
-                raise RuntimeError("permit released more often than taken")
-            self._used -= 1
-
-
-def waiting_capacity(request_threads: int) -> int:
-    """Request threads that may wait: half of them, at least one (pure)."""
-    return max(1, request_threads // 2)

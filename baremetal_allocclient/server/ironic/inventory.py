@@ -38,10 +38,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from baremetal_allocclient.server import node_states as ns
-from baremetal_allocclient.server.api import schemas, storable
+from baremetal_allocclient.server import schemas
+from baremetal_allocclient.server.api import storable
 from baremetal_allocclient.server.db import lookups
 from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import Node, Port, utcnow
+from baremetal_allocclient.server.domain import identifiers
 
 DRIVER = "fake-hardware"
 _KNOWN = {
@@ -159,7 +161,7 @@ def parse(text: str, filename: str = "",
             "an inventory is a mapping of node names to nodes or a list "
             "of nodes"
         )
-    bad = [t for t in defaults.traits if not schemas.is_valid_trait(t)]
+    bad = [t for t in defaults.traits if not identifiers.is_valid_trait(t)]
     if bad:
         raise InventoryError(f"default trait {bad[0]!r} is neither a "
                              f"standard (os-traits) nor a CUSTOM_ trait")
@@ -195,7 +197,7 @@ def _nic(where: str, entry: object) -> NicSpec:
     if unknown:
         raise InventoryError(
             f"{where}: unknown key(s) {', '.join(sorted(unknown))} in nics")
-    address = schemas.normalize_mac(entry.get("mac"))
+    address = identifiers.normalize_mac(entry.get("mac"))
     if address is None:
         raise InventoryError(
             f"{where}: nics: {entry.get('mac')!r} is not a MAC address "
@@ -243,7 +245,8 @@ def _spec(index: int, entry: object, defaults: Defaults) -> NodeSpec:
     problem = storable.value_problem(entry)
     if problem:
         raise InventoryError(f"{where!r}: invalid value: {problem}")
-    if not schemas.is_valid_name(name) or schemas.is_uuid_like(str(name)):
+    if not identifiers.is_valid_name(name) or identifiers.is_uuid_like(
+            str(name)):
         raise InventoryError(f"{where}: invalid node name {name!r}")
     unknown = set(entry) - _KNOWN - HOST_SIDE_KEYS
     if unknown:
@@ -257,9 +260,9 @@ def _spec(index: int, entry: object, defaults: Defaults) -> NodeSpec:
             f"enroll --fake-hardware enrolls every driver as {DRIVER})"
         )
     uuid = entry.get("uuid") or str(uuidlib.uuid4())
-    if not schemas.is_uuid(uuid):
+    if not identifiers.is_uuid(uuid):
         raise InventoryError(f"{where}: invalid uuid {uuid!r}")
-    uuid = schemas.canonical_uuid(uuid)  # as the API stores them
+    uuid = identifiers.canonical_uuid(uuid)  # as the API stores them
     rc = _optional_str(where, "resource_class", entry.get("resource_class"))
     if rc is not None and len(rc) > schemas.RESOURCE_CLASS_MAX:
         raise InventoryError(f"{where}: resource_class is too long")
@@ -291,7 +294,7 @@ def _traits(where: str, value: object) -> tuple[str, ...]:
     traits = value or []
     if not isinstance(traits, list):
         raise InventoryError(f"{where}: traits must be a list")
-    bad = [t for t in traits if not schemas.is_valid_trait(t)]
+    bad = [t for t in traits if not identifiers.is_valid_trait(t)]
     if bad:
         raise InventoryError(
             f"{where}: {bad[0]!r} is neither a standard (os-traits) nor a "

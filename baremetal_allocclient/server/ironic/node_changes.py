@@ -9,18 +9,12 @@ from sqlalchemy.orm import Session
 
 from baremetal_allocclient.server import node_states as ns
 from baremetal_allocclient.server.allocation.service import releasing
-from baremetal_allocclient.server.api import (
-    schemas,
-)
-from baremetal_allocclient.server.api.errors import (
-    ApiError,
-    bad_request,
-    conflict,
-)
 from baremetal_allocclient.server.db import lookups
 from baremetal_allocclient.server.db.models import (
     Node,
 )
+from baremetal_allocclient.server.domain import identifiers
+from baremetal_allocclient.server.domain.errors import Conflict, Invalid
 from baremetal_allocclient.server.ironic import (
     interfaces,
     node_rows,
@@ -42,8 +36,8 @@ PATCHABLE = (
 )
 
 
-def driver_error(driver: str) -> ApiError:
-    return bad_request(
+def driver_error(driver: str) -> Invalid:
+    return Invalid(
         f"No valid host was found. Reason: No conductor service registered "
         f'which supports driver {driver} for conductor group "". Ensure '
         f"the driver is valid and enabled."
@@ -54,7 +48,7 @@ def check_interfaces(values: dict[str, Any]) -> None:
     for field in interfaces.INTERFACES:
         message = interfaces.invalid_value(field, values.get(field))
         if message is not None:
-            raise bad_request(message)
+            raise Invalid(message)
 
 
 def parent_uuid(session: Session, node_owner: str | None,
@@ -65,10 +59,11 @@ def parent_uuid(session: Session, node_owner: str | None,
     if ident is None:
         return None
     parent = lookups.node_by_ident(
-        session, schemas.canonical_uuid(ident), schemas.is_uuid_like(ident),
+        session, identifiers.canonical_uuid(ident),
+        identifiers.is_uuid_like(ident),
         lock=False)
     if parent is None or parent.owner != node_owner:
-        raise bad_request(
+        raise Invalid(
             f"Unable to apply the requested parent_node '{ident}'. "
             f"Requested value was invalid.")
     return parent.uuid
@@ -126,23 +121,24 @@ def apply_changes(
         raise driver_error(str(after["driver"]))
     check_interfaces(after)
     if "chassis_uuid" in changed:
-        raise bad_request("Chassis are not supported by this server")
+        raise Invalid("Chassis are not supported by this server")
     if "name" in changed:
         name = after["name"]
         if name is not None and (
-            not schemas.is_valid_name(name) or schemas.is_uuid_like(name)
+            not identifiers.is_valid_name(name)
+            or identifiers.is_uuid_like(name)
         ):
-            raise bad_request(
+            raise Invalid(
                 f"Node {ident}: Cannot change name to invalid name '{name}'"
             )
         if name is not None and lookups.node_by_ident(
             session, name, False, lock=False
         ):
-            raise conflict(f"A node with name {name} already exists.")
+            raise Conflict(f"A node with name {name} already exists.")
     if "resource_class" in changed and not (
         node.maintenance or node.provision_state in ns.CHANGE_ALLOWED
     ):
-        raise conflict(
+        raise Conflict(
             f"Node {node.uuid} can not have resource_class updated unless "
             f"it is in one of allowed ({', '.join(ns.CHANGE_ALLOWED)}) "
             f"states. Current state is '{node.provision_state}'."
@@ -150,7 +146,7 @@ def apply_changes(
     if "protected" in changed and after["protected"] and (
         node.provision_state != ns.ACTIVE
     ):
-        raise conflict(
+        raise Conflict(
             f"Node {node.uuid} can only be made protected in provision "
             f"states 'active' or 'rescue', the current state is "
             f"'{node.provision_state}'")
@@ -179,13 +175,13 @@ def _check_retired(node: Node, after: dict[str, Any],
             after["retired_reason"] = None
             changed.add("retired_reason")
         elif node.provision_state == ns.AVAILABLE:
-            raise conflict(
+            raise Conflict(
                 f"Node {node.uuid} can not have 'retired' set in provision "
                 f"state 'available', the current state is "
                 f"'{node.provision_state}'")
     if ("retired_reason" in changed and after["retired_reason"]
             and not after["retired"]):
-        raise bad_request("The retired_reason field can only be set when "
+        raise Invalid("The retired_reason field can only be set when "
                           "retired is True")
 
 
@@ -202,25 +198,25 @@ def _sync_instance_name(after: dict[str, Any], changed: set[str]) -> None:
 def _change_instance_uuid(
     session: Session, node: Node, new: str | None
 ) -> None:
-    if new is not None and not schemas.is_uuid(new):
-        raise bad_request(f"Expected UUID for instance_uuid: {new}")
+    if new is not None and not identifiers.is_uuid(new):
+        raise Invalid(f"Expected UUID for instance_uuid: {new}")
     if new is not None:
-        new = schemas.canonical_uuid(new)
+        new = identifiers.canonical_uuid(new)
     allocation = releasing.holder_of(session, node)
     if allocation is not None:
         if new is not None:
-            raise conflict(
+            raise Conflict(
                 f"Node {node.uuid} has allocation {allocation.uuid}; remove "
                 f"instance_uuid (or the allocation) before setting another"
             )
         error = releasing.instance_uuid_removal_refusal(node)
         if error:
-            raise conflict(error)
+            raise Conflict(error)
         releasing.release_in_session(session, allocation)
         session.refresh(node)
         return
     if new is not None and node_rows.instance_taken(session, new, node.id):
-        raise conflict(
+        raise Conflict(
             f"Instance {new} is already associated with a node, it "
             f"cannot be associated with this other node {node.uuid}"
         )

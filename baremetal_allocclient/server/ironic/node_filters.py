@@ -6,12 +6,14 @@ version in Ironic's order and wording, as
 from __future__ import annotations
 
 from baremetal_allocclient.server import node_states as ns
-from baremetal_allocclient.server.api import listing, schemas, versions
+from baremetal_allocclient.server import schemas
+from baremetal_allocclient.server.api import listing, versions
 from baremetal_allocclient.server.api.context import Context
 from baremetal_allocclient.server.api.errors import (
     bad_request,
     not_acceptable,
 )
+from baremetal_allocclient.server.domain import identifiers
 from baremetal_allocclient.server.ironic.node_listing import NodeFilters
 
 #: Filters on one column: (query parameter and column, since minor).
@@ -43,7 +45,7 @@ def _equal(ctx: Context) -> list[tuple[str, str]]:
             continue
         _gate(ctx, since, value)
         if name == "instance_uuid":
-            value = schemas.canonical_uuid(value)
+            value = identifiers.canonical_uuid(value)
         found.append((name, value))
     return found
 
@@ -55,15 +57,15 @@ def parse(ctx: Context) -> NodeFilters:
     state = ctx.query("provision_state")
     if state is not None and state not in ns.ALL_STATES:
         raise bad_request(f'Provision state "{state}" is not valid')
-    maintenance = listing.parse_bool("maintenance", ctx.query("maintenance"))
-    retired = listing.parse_bool("retired", ctx.query("retired"))
-    associated = listing.parse_bool("associated", ctx.query("associated"))
+    maintenance = schemas.boolean("maintenance", ctx.query("maintenance"))
+    retired = schemas.boolean("retired", ctx.query("retired"))
+    associated = schemas.boolean("associated", ctx.query("associated"))
     equal = _equal(ctx)
     shard = ctx.query("shard")
-    sharded = listing.parse_bool("sharded", ctx.query("sharded"))
+    sharded = schemas.boolean("sharded", ctx.query("sharded"))
     _gate(ctx, versions.SHARDS, shard, sharded)
     parent = ctx.query("parent_node")
-    children = listing.parse_bool("include_children",
+    children = schemas.boolean("include_children",
                                   ctx.query("include_children"))
     _gate(ctx, versions.PARENT_NODE, parent, children)
     instance_name = ctx.query("instance_name")

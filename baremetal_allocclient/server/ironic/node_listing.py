@@ -11,11 +11,12 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from baremetal_allocclient.server.api import listing, policy, schemas
-from baremetal_allocclient.server.api.auth import Principal
-from baremetal_allocclient.server.api.errors import not_found
-from baremetal_allocclient.server.db import lookups
+from baremetal_allocclient.server.db import lookups, node_lookup, paging
 from baremetal_allocclient.server.db.models import Node
+from baremetal_allocclient.server.domain import identifiers, policy
+from baremetal_allocclient.server.domain.errors import NotFound
+from baremetal_allocclient.server.domain.paging import Page
+from baremetal_allocclient.server.domain.principal import Principal
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ class NodeFilters:
 
 def _query(who: Principal, filters: NodeFilters) -> Any:
     query = select(Node)
-    visible = policy.node_filter(who)
+    visible = node_lookup.node_filter(who)
     if visible is not None:
         query = query.where(visible)
     if filters.provision_state is not None:
@@ -70,23 +71,23 @@ def _query(who: Principal, filters: NodeFilters) -> Any:
 
 
 def page_of_nodes(session: Session, who: Principal, filters: NodeFilters,
-                  page: listing.Page, marker_ident: str | None
+                  page: Page, marker_ident: str | None
                   ) -> list[Node]:
     """The page of the nodes ``who`` may see that ``filters`` select,
     after the ``marker`` node (404 when it is missing or hidden)."""
     query = _query(who, filters)
     marker = None
     if marker_ident is not None:
-        marker_ident = schemas.canonical_uuid(marker_ident)
+        marker_ident = identifiers.canonical_uuid(marker_ident)
         marker_node = lookups.node_by_ident(
-            session, marker_ident, schemas.is_uuid_like(marker_ident)
+            session, marker_ident, identifiers.is_uuid_like(marker_ident)
         )
         if marker_node is None or not policy.node_visible(
             who, marker_node.owner, marker_node.lessee
         ):
-            raise not_found(f"Node {marker_ident} could not be found.")
+            raise NotFound(f"Node {marker_ident} could not be found.")
         marker = (getattr(marker_node, page.sort_key), marker_node.id)
-    query = listing.order_and_page(
+    query = paging.order_and_page(
         query, page, getattr(Node, page.sort_key), Node.id, marker
     )
     return list(session.scalars(query))

@@ -10,13 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from baremetal_allocclient.server import node_states as ns
-from baremetal_allocclient.server.api import listing, schemas
-from baremetal_allocclient.server.api.errors import (
-    bad_request,
-    conflict,
-    not_acceptable,
-)
+from baremetal_allocclient.server import schemas
 from baremetal_allocclient.server.db.models import Node, Port
+from baremetal_allocclient.server.domain import identifiers
+from baremetal_allocclient.server.domain.errors import Conflict, Invalid
 from baremetal_allocclient.server.ironic import views
 
 #: What a PATCH may name (Ironic's list, whatever the version).
@@ -44,40 +41,37 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
-def check_version_fields(values: dict[str, Any], minor: int) -> None:
-    """Fields newer than the request's version are a 406, like Ironic."""
-    if any(views.port_field_since(k) > minor for k in values):
-        raise not_acceptable()
-    if "node_ident" in values and minor < NODE_IDENT_SINCE:
-        raise not_acceptable()
+def newer_than_version(values: dict[str, Any], minor: int) -> bool:
+    """Whether a port body names a field newer than the request's
+    version (Ironic answers 406)."""
     link = values.get("local_link_connection")
-    if isinstance(link, dict) and "network_type" in link and (
-        minor < NETWORK_TYPE_SINCE
-    ):
-        raise not_acceptable()
+    return (any(views.port_field_since(k) > minor for k in values)
+            or ("node_ident" in values and minor < NODE_IDENT_SINCE)
+            or (isinstance(link, dict) and "network_type" in link
+                and minor < NETWORK_TYPE_SINCE))
 
 
 def _boolean(name: str, value: object) -> bool | None:
     if value is None or isinstance(value, bool):
         return value
-    return listing.parse_bool(name, str(value))
+    return schemas.boolean(name, str(value))
 
 
 def normalized(values: dict[str, Any]) -> dict[str, Any]:
     """A port body checked field by field as Ironic does after its schema
     (MAC address, UUIDs, booleans, local link), with normalised values."""
     result = dict(values)
-    address = schemas.normalize_mac(values["address"])
+    address = identifiers.normalize_mac(values["address"])
     if address is None:
-        raise bad_request(
+        raise Invalid(
             f"Expected valid MAC address for address: {values['address']}")
     result["address"] = address
     for key in ("uuid", "node_uuid", "portgroup_uuid"):
         value = values.get(key)
-        if value is not None and not schemas.is_uuid_like(value):
-            raise bad_request(f"Expected UUID for {key}: {value}")
+        if value is not None and not identifiers.is_uuid_like(value):
+            raise Invalid(f"Expected UUID for {key}: {value}")
         if value is not None:
-            result[key] = schemas.canonical_uuid(value)
+            result[key] = identifiers.canonical_uuid(value)
     for key in ("pxe_enabled", "is_smartnic"):
         if key in values:
             result[key] = _boolean(key, values[key])
@@ -86,7 +80,7 @@ def normalized(values: dict[str, Any]) -> dict[str, Any]:
         schemas.validate(link, schemas.LOCAL_LINK,
                          "Schema error for local_link_connection")
     if result.get("physical_network") == "":
-        raise bad_request("A non-empty value is required when setting "
+        raise Invalid("A non-empty value is required when setting "
                           "physical_network")
     return result
 
@@ -94,7 +88,7 @@ def normalized(values: dict[str, Any]) -> dict[str, Any]:
 def check_no_portgroup(values: dict[str, Any]) -> None:
     """Portgroups are not served: naming one is a 400."""
     if values.get("portgroup_uuid") is not None:
-        raise bad_request(
+        raise Invalid(
             f"Portgroup {values['portgroup_uuid']} could not be found.")
 
 
@@ -122,20 +116,20 @@ def patchable(port: Port, node: Node) -> dict[str, Any]:
 def check_update_allowed(port: Port, node: Node, changed: set[str]) -> None:
     """Ironic's conductor rules for changing a port of this node."""
     if node.provision_state == ns.INSPECTING:
-        raise conflict(f'Cannot update port "{port.uuid}" on "{node.uuid}" '
+        raise Conflict(f'Cannot update port "{port.uuid}" on "{node.uuid}" '
                        f'while it is in state "{ns.INSPECTING}".')
     if node.maintenance:
         return
     if "address" in changed and (
         node.provision_state == ns.ACTIVE or node.instance_uuid
     ):
-        raise conflict(
+        raise Conflict(
             f"Cannot update hardware address for port {port.uuid} as node "
             f"{node.uuid} is active or has instance UUID assigned")
     if changed & set(CONNECTIVITY) and (
         node.provision_state not in CONNECTIVITY_STATES
     ):
-        raise conflict(
+        raise Conflict(
             f"Port {port.uuid} can not have any connectivity attributes "
             f"({', '.join(CONNECTIVITY)}) updated unless node {node.uuid} "
             f"is in a {', '.join(CONNECTIVITY_STATES)} state or in "

@@ -3,18 +3,13 @@ the version, call the service, render."""
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
+from baremetal_allocclient.server import schemas
 from baremetal_allocclient.server.allocation import views
 from baremetal_allocclient.server.allocation.handlers import extensions
 from baremetal_allocclient.server.allocation.handlers.services import (
     allocation_services,
-)
-from baremetal_allocclient.server.allocation.lookup import (
-    allocation_to_release,
-    find_allocation,
-    node_as_filter_argument,
-    read_allocation,
 )
 from baremetal_allocclient.server.allocation.queue import view as line_view
 from baremetal_allocclient.server.allocation.service import (
@@ -25,23 +20,21 @@ from baremetal_allocclient.server.allocation.service import (
 from baremetal_allocclient.server.api import (
     json_text,
     listing,
-    policy,
     prefer,
-    schemas,
     versions,
 )
 from baremetal_allocclient.server.api.context import (
     Context,
     empty_response,
-    find_node,
     json_text_response,
+    node_scope,
+    principal,
 )
 from baremetal_allocclient.server.api.errors import (
     ApiError,
     bad_request,
     no_route,
     not_acceptable,
-    not_found,
 )
 from baremetal_allocclient.server.api.extensions import (
     constraints_requested,
@@ -51,6 +44,8 @@ from baremetal_allocclient.server.api.http import Response
 from baremetal_allocclient.server.db import lookups
 from baremetal_allocclient.server.db.allocation_row import AnyAllocation
 from baremetal_allocclient.server.db.models import Allocation, utcnow
+from baremetal_allocclient.server.domain import identifiers
+from baremetal_allocclient.server.domain.paging import Page
 
 _NOT_ALLOWED = "The API version does not allow allocations"
 _STATES = ("allocating", "active", "error")
@@ -76,28 +71,22 @@ def list_allocations(ctx: Context) -> Response:
     owner = ctx.query("owner")
     if owner is not None and ctx.minor < versions.ALLOCATION_OWNER:
         raise not_acceptable()
-    owner = policy.list_owner(policy.principal(ctx), owner)
     fields = listing.parse_fields(ctx.query("fields"))
     views.check_allocation_fields(fields, ctx.minor)
-    page = listing.Page(
+    page = Page(
         limit=listing.parse_limit(ctx.query("limit")),
         sort_key=listing.parse_sort_key(
             ctx.query("sort_key"), views.ALLOCATION_SORT_KEYS
         ),
         sort_dir=listing.parse_sort_dir(ctx.query("sort_dir")),
     )
-    marker_ident = ctx.query("marker")
-    if marker_ident is not None and not schemas.is_uuid_like(marker_ident):
-        raise bad_request(f"Schema error: '{marker_ident}' is not a 'uuid'")
-    node_ident = ctx.query("node")
-    rows = records.list_page(ctx.services.db, records.Listing(
+    marker = ctx.query("marker")
+    if marker is not None and not identifiers.is_uuid_like(marker):
+        raise bad_request(f"Schema error: '{marker}' is not a 'uuid'")
+    rows = records.list_page(ctx.services.db, principal(ctx), records.Listing(
         page=page, owner=owner, state=ctx.query("state"),
         resource_class=ctx.query("resource_class"),
-        node=None if node_ident is None else (
-            lambda session: node_as_filter_argument(ctx, session,
-                                                    node_ident)),
-        marker=None if marker_ident is None else (
-            lambda session: find_allocation(session, marker_ident, ctx)),
+        node=ctx.query("node"), marker=marker,
     ))
     render = views.renderer(
         ctx.base_url, ctx.minor, fields,
@@ -119,12 +108,10 @@ def get_allocation(ctx: Context, ident: str) -> Response:
     _gate(ctx, 404)
     fields = listing.parse_fields(ctx.query("fields"))
     views.check_allocation_fields(fields, ctx.minor)
-    row, node_uuid = records.read(
-        ctx.services.db,
-        lambda conn: read_allocation(conn, ident, ctx))
+    row, node_uuid = records.read(ctx.services.db, ident, principal(ctx))
     body = views.allocation_view(
-        cast(views.AllocationRecord, row), node_uuid, ctx.base_url,
-        ctx.minor, fields, constraints_requested(ctx),
+        row, node_uuid, ctx.base_url, ctx.minor, fields,
+        constraints_requested(ctx),
     )
     if fields is None and row.queue_deadline is not None:
         # Only an allocation waiting in line can have a place in line.
@@ -142,19 +129,16 @@ def _validated_create_body(ctx: Context) -> dict[str, Any]:
         ctx.version, extended=constraints_requested(ctx),
         queue=queue_requested(ctx)))
     assert isinstance(body, dict)
-    owner = policy.create_owner(policy.principal(ctx), body.get("owner"))
-    if owner is not None:
-        body["owner"] = owner
     name = body.get("name")
-    if name is not None and not schemas.is_valid_name(name):
+    if name is not None and not identifiers.is_valid_name(name):
         raise bad_request(
             f"Cannot create allocation with invalid name '{name}'"
         )
     uuid = body.get("uuid")
-    if uuid is not None and not schemas.is_uuid(uuid):
+    if uuid is not None and not identifiers.is_uuid(uuid):
         raise bad_request(f"Expected UUID for uuid: {uuid}")
     if uuid is not None:
-        body["uuid"] = schemas.canonical_uuid(uuid)
+        body["uuid"] = identifiers.canonical_uuid(uuid)
     return body
 
 
@@ -196,7 +180,7 @@ def create_allocation(ctx: Context) -> Response:
         created_at=now,
     )
     answer = creating.create(services.db, services.workers, services.waiting,
-                             new, policy.principal(ctx), wait,
+                             new, principal(ctx), wait,
                              _line_scope(ctx))
     allocation = answer.allocation
     # A new allocation has no node, so its view needs no query.
@@ -217,7 +201,7 @@ def _line_scope(ctx: Context) -> creating.LineScope | None:
     figures count its project's allocations, an admin's everything."""
     if not queue_requested(ctx):
         return None
-    who = policy.principal(ctx)
+    who = principal(ctx)
     return creating.LineScope(None if who.admin else who.project)
 
 
@@ -242,7 +226,6 @@ def _with_queue(ctx: Context, allocation: AnyAllocation, body: str
 
 def _backfill(ctx: Context, body: dict[str, Any]) -> Response:
     """Create an ``active`` allocation for an already deployed node."""
-    node_ident = str(body["node"])
     services = allocation_services(ctx)
     allocation, node_uuid = creating.backfill(
         services.db, services.workers.affinity, creating.Backfill(
@@ -253,8 +236,8 @@ def _backfill(ctx: Context, body: dict[str, Any]) -> Response:
             candidate_nodes=list(body.get("candidate_nodes") or []),
             extra=body.get("extra") or {},
             owner=body.get("owner"),
-        ), policy.principal(ctx),
-        lambda session: node_as_filter_argument(ctx, session, node_ident))
+            node=str(body["node"]),
+        ), principal(ctx))
     return _created(ctx, allocation.uuid, views.allocation_view(
         allocation, node_uuid, ctx.base_url, ctx.minor, None))
 
@@ -282,54 +265,35 @@ def update_allocation(ctx: Context, ident: str) -> Response:
                 f"Cannot patch {op['path']}. Only the following can be "
                 f"updated: {', '.join(_PATCHABLE)}"
             )
-    allocation, node_uuid = records.update(
-        ctx.services.db,
-        lambda session: find_allocation(session, ident, ctx), patch)
+    allocation, node_uuid = records.update(ctx.services.db, ident,
+                                           principal(ctx), patch)
     return json_text_response(_render(ctx, allocation, node_uuid))
 
 
 def delete_allocation(ctx: Context, ident: str) -> Response:
     """DELETE /v1/allocations/{ident}: release the node, drop the row."""
     _gate(ctx, 405)
-    releasing.delete(ctx.services.db, allocation_services(ctx).queue,
-                     lambda session: allocation_to_release(
-                         session, ident, ctx))
+    releasing.delete(ctx.services.db, allocation_services(ctx).queue, ident,
+                     principal(ctx))
     return empty_response(204)
-
-
-def _node_allocation(
-    ctx: Context, session: Any, node_ident: str
-) -> Allocation:
-    if ctx.minor < versions.ALLOCATIONS:
-        raise no_route()
-    try:
-        node = find_node(ctx, session, node_ident)
-    except ApiError as exc:
-        exc.status = 400 if exc.status == 404 else exc.status
-        raise
-    allocation = releasing.holder_of(session, node)
-    if allocation is None or not policy.allocation_visible(
-        policy.principal(ctx), allocation.owner
-    ):
-        raise not_found(f"Allocation for node {node_ident} was not found")
-    return allocation
 
 
 def get_node_allocation(ctx: Context, ident: str) -> Response:
     """GET /v1/nodes/{node}/allocation."""
+    if ctx.minor < versions.ALLOCATIONS:
+        raise no_route()
     fields = listing.parse_fields(ctx.query("fields"))
-
-    def find(session: Any) -> Allocation:
-        allocation = _node_allocation(ctx, session, ident)
-        views.check_allocation_fields(fields, ctx.minor)
-        return allocation
-
-    allocation, node_uuid = records.node_allocation(ctx.services.db, find)
+    allocation, node_uuid = records.node_allocation(
+        ctx.services.db, node_scope(ctx), ident)
+    views.check_allocation_fields(fields, ctx.minor)
     return json_text_response(_render(ctx, allocation, node_uuid, fields))
 
 
 def delete_node_allocation(ctx: Context, ident: str) -> Response:
     """DELETE /v1/nodes/{node}/allocation."""
-    releasing.delete(ctx.services.db, allocation_services(ctx).queue,
-                     lambda session: _node_allocation(ctx, session, ident))
+    if ctx.minor < versions.ALLOCATIONS:
+        raise no_route()
+    releasing.delete_node_allocation(
+        ctx.services.db, allocation_services(ctx).queue, node_scope(ctx),
+        ident)
     return empty_response(204)

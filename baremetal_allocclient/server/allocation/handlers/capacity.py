@@ -12,6 +12,7 @@ they own or lease.  Available from API 1.52 (allocations).
 from __future__ import annotations
 
 from baremetal_allocclient import constraints
+from baremetal_allocclient.server import schemas
 from baremetal_allocclient.server.allocation.backends.base import Backend
 from baremetal_allocclient.server.allocation.backends.database import (
     DatabaseBackend,
@@ -20,13 +21,12 @@ from baremetal_allocclient.server.allocation.handlers.services import (
     allocation_services,
 )
 from baremetal_allocclient.server.allocation.service import records
-from baremetal_allocclient.server.api import (
-    policy,
-    schemas,
-    storable,
-    versions,
+from baremetal_allocclient.server.api import storable, versions
+from baremetal_allocclient.server.api.context import (
+    Context,
+    json_response,
+    principal,
 )
-from baremetal_allocclient.server.api.context import Context, json_response
 from baremetal_allocclient.server.api.errors import ApiError, bad_request
 from baremetal_allocclient.server.api.http import Response
 
@@ -70,6 +70,6 @@ def get_capacity(ctx: Context) -> Response:
             "resource_class must be 1 to 80 printable characters."
         )
     backend = _backend(ctx)
-    rows = records.capacity(backend, policy.principal(ctx), resource_class,
+    rows = records.capacity(backend, principal(ctx), resource_class,
                             _constraints(ctx.query("constraints")))
     return json_response({"backend": backend.name, "capacity": list(rows)})

@@ -13,11 +13,16 @@ the allocation's ``last_error`` does.
 
 from __future__ import annotations
 
+from baremetal_allocclient.server import schemas
 from baremetal_allocclient.server.allocation.handlers import extensions
 from baremetal_allocclient.server.allocation.selection import Request
 from baremetal_allocclient.server.allocation.service import records
-from baremetal_allocclient.server.api import policy, schemas, versions
-from baremetal_allocclient.server.api.context import Context, json_response
+from baremetal_allocclient.server.api import versions
+from baremetal_allocclient.server.api.context import (
+    Context,
+    json_response,
+    principal,
+)
 from baremetal_allocclient.server.api.errors import ApiError, bad_request
 from baremetal_allocclient.server.api.http import Response
 
@@ -33,13 +38,11 @@ def explain_allocation(ctx: Context) -> Response:
         raise bad_request("Explain does not apply to a backfill")
     if not body.get("resource_class"):
         raise bad_request("The resource_class field is mandatory")
-    who = policy.principal(ctx)
-    owner = policy.create_owner(who, body.get("owner"))
     wanted = extensions.parse_constraints(body)
-    request, funnel = records.funnel(ctx.services.db, who, Request(
+    request, funnel = records.funnel(ctx.services.db, principal(ctx), Request(
         resource_class=body["resource_class"],
         traits=tuple(dict.fromkeys(body.get("traits") or [])),
-        owner=owner,
+        owner=body.get("owner"),
         name=body.get("name"),
         constraints=wanted,
     ), list(body.get("candidate_nodes") or []))

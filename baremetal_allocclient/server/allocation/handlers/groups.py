@@ -21,21 +21,18 @@ import uuid as uuidlib
 from typing import Any
 
 from baremetal_allocclient import constraints, groups
+from baremetal_allocclient.server import schemas
 from baremetal_allocclient.server.allocation import views
 from baremetal_allocclient.server.allocation.handlers import extensions
 from baremetal_allocclient.server.allocation.handlers.services import (
     allocation_services,
 )
 from baremetal_allocclient.server.allocation.service import grouping
-from baremetal_allocclient.server.api import (
-    json_text,
-    policy,
-    schemas,
-    versions,
-)
+from baremetal_allocclient.server.api import json_text, versions
 from baremetal_allocclient.server.api.context import (
     Context,
     json_text_response,
+    principal,
 )
 from baremetal_allocclient.server.api.errors import (
     ApiError,
@@ -45,6 +42,7 @@ from baremetal_allocclient.server.api.errors import (
 )
 from baremetal_allocclient.server.api.extensions import requested
 from baremetal_allocclient.server.api.http import Response
+from baremetal_allocclient.server.domain import identifiers
 
 NOT_FOUND = "The resource could not be found."
 PLACEMENT_REFUSAL = (
@@ -78,14 +76,12 @@ def _body(ctx: Context) -> dict[str, Any]:
             raise bad_request(
                 f"uuids lists {len(uuids)} UUIDs for a group of "
                 f"{body['count']}")
-        bad = [u for u in uuids if not schemas.is_uuid(u)]
+        bad = [u for u in uuids if not identifiers.is_uuid(u)]
         if bad:
             raise bad_request(f"Expected UUID for uuids: {bad[0]}")
-        body["uuids"] = [schemas.canonical_uuid(u) for u in uuids]
+        body["uuids"] = [identifiers.canonical_uuid(u) for u in uuids]
         if len(set(body["uuids"])) != len(uuids):
             raise bad_request("uuids lists a UUID twice")
-    body["owner"] = policy.create_owner(policy.principal(ctx),
-                                        body.get("owner"))
     return body
 
 
@@ -112,7 +108,7 @@ def create_group(ctx: Context) -> Response:
             traits=list(dict.fromkeys(body.get("traits") or [])),
             candidate_nodes=list(body.get("candidate_nodes") or []),
             extra=extra, owner=body.get("owner"), constraints=wanted,
-        ), policy.principal(ctx))
+        ), principal(ctx))
     render = views.AllocationRenderer(ctx.base_url, ctx.minor)
     return json_text_response(json_text.members([
         ("name", json_text.value(group)), ("count", json_text.value(count)),

@@ -14,9 +14,9 @@ from typing import Protocol, cast
 
 from baremetal_allocclient.server.allocation.backends.base import Backend
 from baremetal_allocclient.server.allocation.queueing import QueueRounds
+from baremetal_allocclient.server.allocation.wait_permits import WaitPermits
 from baremetal_allocclient.server.allocation.workers import AllocationWorkers
 from baremetal_allocclient.server.api.context import Context
-from baremetal_allocclient.server.api.prefer import WaitPermits
 from baremetal_allocclient.server.db.engine import Database
 
 

@@ -8,10 +8,11 @@ the ``Database``); rows are given to the handlers to render.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import logging
 import uuid as uuidlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +21,11 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from baremetal_allocclient.server import node_states as ns
-from baremetal_allocclient.server.allocation import line, reservation
+from baremetal_allocclient.server.allocation import (
+    line,
+    lookup,
+    reservation,
+)
 from baremetal_allocclient.server.allocation.backends.base import Job
 from baremetal_allocclient.server.allocation.service import committing
 from baremetal_allocclient.server.allocation.states import (
@@ -28,17 +33,10 @@ from baremetal_allocclient.server.allocation.states import (
     ALLOCATING,
     ERROR,
 )
+from baremetal_allocclient.server.allocation.wait_permits import WaitPermits
 from baremetal_allocclient.server.allocation.workers import (
     AllocationWorkers,
 )
-from baremetal_allocclient.server.api import policy, schemas
-from baremetal_allocclient.server.api.auth import Principal
-from baremetal_allocclient.server.api.errors import (
-    ApiError,
-    bad_request,
-    conflict,
-)
-from baremetal_allocclient.server.api.prefer import WaitPermits
 from baremetal_allocclient.server.db import lookups
 from baremetal_allocclient.server.db.allocation_row import (
     AllocationRow,
@@ -56,6 +54,9 @@ from baremetal_allocclient.server.db.models import (
     NodeTrait,
     utcnow,
 )
+from baremetal_allocclient.server.domain import identifiers, policy
+from baremetal_allocclient.server.domain.errors import Busy, Conflict, Invalid
+from baremetal_allocclient.server.domain.principal import Principal
 
 LOG = logging.getLogger(__name__)
 
@@ -75,8 +76,8 @@ def resolve_candidates(
     """The UUIDs of ``candidate_nodes`` (in the caller's transaction, in
     their order, each once); 400 naming every one missing or hidden from
     ``who``."""
-    wanted = [(ident, schemas.is_uuid_like(ident))
-              for ident in map(schemas.canonical_uuid, idents)]
+    wanted = [(ident, identifiers.is_uuid_like(ident))
+              for ident in map(identifiers.canonical_uuid, idents)]
     if not wanted:
         return []
     rows = session.connection().execute(_CANDIDATES, {
@@ -97,7 +98,7 @@ def resolve_candidates(
         else:
             found[node.uuid] = None
     if missing:
-        raise bad_request(f"Nodes cannot be found: {', '.join(missing)}")
+        raise Invalid(f"Nodes cannot be found: {', '.join(missing)}")
     return list(found)
 
 
@@ -117,22 +118,22 @@ def check_unique(
     if uuid is not None and lookups.allocation_by_ident(
         session, uuid, by_uuid=True, lock=False
     ):
-        raise conflict(f"An allocation with UUID {uuid} already exists.")
+        raise Conflict(f"An allocation with UUID {uuid} already exists.")
     if name is not None and lookups.allocation_by_ident(
         session, name, by_uuid=False, lock=False
     ):
-        raise conflict(f"An allocation with name {name} already exists.")
+        raise Conflict(f"An allocation with name {name} already exists.")
 
 
-def _duplicate(db: Database, uuid: str, name: str | None) -> ApiError:
-    """The 409 for an insert the unique indexes refused, naming the
+def _duplicate(db: Database, uuid: str, name: str | None) -> Conflict:
+    """The conflict of an insert the unique indexes refused, naming the
     clashing field (read only on this path, not before every insert)."""
     with db.read() as session:
         try:
             check_unique(session, None, name)
-        except ApiError as exc:
+        except Conflict as exc:
             return exc
-    return conflict(f"An allocation with UUID {uuid} already exists.")
+    return Conflict(f"An allocation with UUID {uuid} already exists.")
 
 
 def _instance_in_use(session: Session, given_uuid: str | None) -> str | None:
@@ -157,7 +158,7 @@ class NewAllocation:
     traits: list[str]
     candidate_nodes: list[str]  # as given (UUIDs or names)
     extra: dict[str, Any]
-    owner: str | None
+    owner: str | None  # as requested (the service decides)
     constraints: dict[str, Any] | None  # the wire form
     queue_deadline: datetime.datetime | None
     created_at: datetime.datetime
@@ -166,15 +167,14 @@ class NewAllocation:
 def store(db: Database, workers: AllocationWorkers, new: NewAllocation,
           who: Principal) -> AllocationRow:
     """Store the allocation ``allocating`` (or ``error``, when its UUID is
-    already a node's instance), holding a worker slot: 503 when none is
-    free.  The slot stays taken for an ``allocating`` one (the caller
-    hands it to the workers), and is given back otherwise."""
+    already a node's instance), holding a worker slot (:class:`Busy` when
+    none is free), its owner as ``who`` may set it.  The slot stays taken
+    for an ``allocating`` one (the caller hands it to the workers), and
+    is given back otherwise."""
+    new = dataclasses.replace(new, owner=policy.create_owner(who, new.owner))
     uuid = new.uuid or str(uuidlib.uuid4())
     if not workers.try_reserve_slot():
-        raise ApiError(
-            503,
-            "The server is busy processing allocations, retry later",
-        )
+        raise Busy("The server is busy processing allocations, retry later")
     stored = False
     try:
         if new.candidate_nodes or new.uuid is not None:
@@ -376,24 +376,28 @@ class Backfill:
     traits: list[str]
     candidate_nodes: list[str]  # as given (UUIDs or names)
     extra: dict[str, Any]
-    owner: str | None
+    owner: str | None  # as requested (the service decides)
+    node: str  # the deployed node's UUID or name
 
 
-def backfill(db: Database, affinity: str, new: Backfill, who: Principal,
-             find: Callable[[Session], Node]) -> tuple[AllocationRow, str]:
+def backfill(db: Database, affinity: str, new: Backfill, who: Principal
+             ) -> tuple[AllocationRow, str]:
     """Create an ``active`` allocation for the already deployed node
-    ``find`` returns; the allocation and its node's UUID.
+    ``new.node`` names (as ``who`` may see it); the allocation and its
+    node's UUID.
 
-    Unlike Ironic, a mismatch is a 400/409 and nothing is stored.  The
-    node is locked first (the one lock order) and given to the new
-    allocation with the same compare-and-set as a worker's reservation,
-    so two backfills of one node never both succeed.
+    Unlike Ironic, a mismatch is :class:`Invalid` or :class:`Conflict`
+    and nothing is stored.  The node is locked first (the one lock
+    order) and given to the new allocation with the same compare-and-set
+    as a worker's reservation, so two backfills of one node never both
+    succeed.
     """
+    owner = policy.create_owner(who, new.owner)
     with db.write() as session:
-        named = find(session)
+        named = lookup.node_as_filter_argument(session, new.node, who)
         node = lookups.node_by_ident(session, named.uuid, by_uuid=True)
         if node is None:  # deleted since it was looked up
-            raise bad_request(f"Node {named.uuid} could not be found.")
+            raise Invalid(f"Node {named.uuid} could not be found.")
         uuid = new.uuid or node.instance_uuid or str(uuidlib.uuid4())
         rc = new.resource_class or node.resource_class
         candidates = resolve_candidates(session, who, new.candidate_nodes)
@@ -409,14 +413,14 @@ def backfill(db: Database, affinity: str, new: Backfill, who: Principal,
             traits=new.traits,
             candidate_nodes=candidates,
             extra=new.extra,
-            owner=new.owner,
+            owner=owner,
             conductor_affinity=affinity,
             created_at=now,
             updated_at=now,
         )
         reservation.insert_allocation(session, allocation)
         if not reservation.backfill(session, allocation, node.id, now):
-            raise conflict(
+            raise Conflict(
                 f"Node {node.uuid} is associated with instance "
                 f"{node.instance_uuid}."
             )
@@ -455,11 +459,8 @@ def _check_backfill(
             f'state is "{node.provision_state}"'
         )
     if errors:
-        status = 400 if len(errors) > 1 or (
+        refusal = Invalid if len(errors) > 1 or (
             node.provision_state == ns.ACTIVE
-        ) else 409
-        raise ApiError(
-            status,
-            f"Cannot backfill an allocation for node {node.uuid}: "
-            f"{'; '.join(errors)}",
-        )
+        ) else Conflict
+        raise refusal(f"Cannot backfill an allocation for node {node.uuid}: "
+                      f"{'; '.join(errors)}")

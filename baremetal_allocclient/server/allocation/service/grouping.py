@@ -19,12 +19,12 @@ from baremetal_allocclient.server.allocation import (
 from baremetal_allocclient.server.allocation.selection import Request
 from baremetal_allocclient.server.allocation.service import creating
 from baremetal_allocclient.server.allocation.states import ACTIVE
-from baremetal_allocclient.server.api import policy
-from baremetal_allocclient.server.api.auth import Principal
-from baremetal_allocclient.server.api.errors import conflict
-from baremetal_allocclient.server.db import lookups
+from baremetal_allocclient.server.db import lookups, node_lookup
 from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import Allocation
+from baremetal_allocclient.server.domain import policy
+from baremetal_allocclient.server.domain.errors import Conflict
+from baremetal_allocclient.server.domain.principal import Principal
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class Group:
     traits: list[str]
     candidate_nodes: list[str]  # as given (UUIDs or names)
     extra: dict[str, Any]
-    owner: str | None
+    owner: str | None  # as requested (the service decides)
     constraints: Constraints
 
 
@@ -48,26 +48,28 @@ def _check_unique(uuids: Sequence[str], names: Sequence[str | None]
         for uuid in uuids:
             if lookups.allocation_by_ident(session, uuid, by_uuid=True,
                                            lock=False):
-                raise conflict(
+                raise Conflict(
                     f"An allocation with UUID {uuid} already exists.")
         for name in names:
             if name is not None and lookups.allocation_by_ident(
                     session, name, by_uuid=False, lock=False):
-                raise conflict(
+                raise Conflict(
                     f"An allocation with name {name} already exists.")
     return check
 
 
 def reserve(db: Database, affinity: str, group: Group, who: Principal
             ) -> list[tuple[Allocation, str]]:
-    """Every member ``active`` on its own node, with the node's UUID; a
-    409 saying why when the group cannot be reserved (nothing stored)."""
+    """Every member ``active`` on its own node, with the node's UUID
+    (their owner as ``who`` may set it); :class:`Conflict` saying why
+    when the group cannot be reserved (nothing stored)."""
     wanted = group.constraints
+    owner = policy.create_owner(who, group.owner)
     candidates = creating.candidates_in_read(db, who, group.candidate_nodes)
     traits = group.traits
     request = Request(
         resource_class=group.resource_class, traits=tuple(traits),
-        candidate_nodes=tuple(candidates), owner=group.owner,
+        candidate_nodes=tuple(candidates), owner=owner,
         constraints=wanted)
 
     def build() -> list[Allocation]:
@@ -83,12 +85,12 @@ def reserve(db: Database, affinity: str, group: Group, who: Principal
     count = len(group.uuids)
     try:
         outcome = group_db.reserve_group(
-            db, count, build, request, policy.node_filter(who),
+            db, count, build, request, node_lookup.node_filter(who),
             check=_check_unique(group.uuids, group.names))
     except IntegrityError:
-        raise conflict("An allocation of the group has a name or UUID "
+        raise Conflict("An allocation of the group has a name or UUID "
                        "already in use.") from None
     if outcome.reason is not None:
-        raise conflict(f"Group of {count} not reserved (nothing was "
+        raise Conflict(f"Group of {count} not reserved (nothing was "
                        f"created): {outcome.reason}")
     return list(outcome.members)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -17,20 +17,27 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Session
 
 from baremetal_allocclient.constraints import Constraints, Funnel
-from baremetal_allocclient.server.allocation import matching
+from baremetal_allocclient.server import schemas
+from baremetal_allocclient.server.allocation import lookup, matching, release
 from baremetal_allocclient.server.allocation.backends.base import Backend
 from baremetal_allocclient.server.allocation.selection import Request
 from baremetal_allocclient.server.allocation.service import creating
-from baremetal_allocclient.server.api import listing, patching, policy, schemas
-from baremetal_allocclient.server.api.auth import Principal
-from baremetal_allocclient.server.api.errors import bad_request, conflict
-from baremetal_allocclient.server.db import lookups
+from baremetal_allocclient.server.db import lookups, node_lookup, paging
 from baremetal_allocclient.server.db.driver_statements import (
-    AnyConnection,
     DriverStatement,
 )
 from baremetal_allocclient.server.db.engine import Database
-from baremetal_allocclient.server.db.models import Allocation, Node, utcnow
+from baremetal_allocclient.server.db.models import Allocation, utcnow
+from baremetal_allocclient.server.db.node_lookup import visible_node
+from baremetal_allocclient.server.domain import identifiers, patching, policy
+from baremetal_allocclient.server.domain.errors import (
+    Conflict,
+    Invalid,
+    NotFound,
+)
+from baremetal_allocclient.server.domain.paging import Page
+from baremetal_allocclient.server.domain.policy import NodeScope
+from baremetal_allocclient.server.domain.principal import Principal
 
 _Read = TypeVar("_Read")
 
@@ -39,20 +46,23 @@ _Read = TypeVar("_Read")
 class Listing:
     """What ``GET /v1/allocations`` asks for (parsed and checked)."""
 
-    page: listing.Page
+    page: Page
     owner: str | None
     state: str | None
     resource_class: str | None
-    #: The ``node`` filter: the node, found in the listing's transaction.
-    node: Callable[[Session], Node] | None
-    #: The ``marker``: the allocation, found in the same transaction.
-    marker: Callable[[Session], Allocation] | None
+    #: The ``node`` filter: a node's UUID or name (400 when it is missing
+    #: or hidden, as in Ironic).
+    node: str | None
+    #: The ``marker``: the UUID of the allocation the page starts after.
+    marker: str | None
 
 
-def list_page(db: Database, asked: Listing) -> list[tuple[Any, ...]]:
-    """One page of allocations: their rows as the driver's tuples, in
-    the order of :data:`~baremetal_allocclient.server.db.lookups.
-    ALLOCATION_VIEW_COLUMNS` then the node's UUID.
+def list_page(db: Database, who: Principal,
+              asked: Listing) -> list[tuple[Any, ...]]:
+    """One page of the allocations ``who`` may see (a member asking for
+    another project's owner is :class:`Forbidden`): their rows as the
+    driver's tuples, in the order of :data:`~baremetal_allocclient.
+    server.db.lookups.ALLOCATION_VIEW_COLUMNS` then the node's UUID.
 
     The page is one statement (compiled once per shape of request, see
     :func:`_page_read`) on a :meth:`Database.statement_connection` (no
@@ -63,16 +73,18 @@ def list_page(db: Database, asked: Listing) -> list[tuple[Any, ...]]:
     values: dict[str, Any] = {"limit": page.limit}
     for name, value in (("state", asked.state),
                         ("resource_class", asked.resource_class),
-                        ("owner", asked.owner)):
+                        ("owner", policy.list_owner(who, asked.owner))):
         if value is not None:
             values[name] = value
     marker = None
     if asked.node is not None or asked.marker is not None:
         with db.read() as session:
             if asked.node is not None:
-                values["node_id"] = asked.node(session).id
+                values["node_id"] = lookup.node_as_filter_argument(
+                    session, asked.node, who).id
             if asked.marker is not None:
-                marker_row = asked.marker(session)
+                marker_row = lookup.find_allocation(session, asked.marker,
+                                                    who)
                 values["marker_id"] = marker_row.id
                 values["marker_key"] = getattr(marker_row, page.sort_key)
                 marker = "null" if values["marker_key"] is None else "value"
@@ -103,39 +115,50 @@ def _page_read(dialect: Dialect, filters: tuple[str, ...], sort_key: str,
         None if marker == "null"
         else bindparam("marker_key", type_=column.type),
         bindparam("marker_id"))
-    query = listing.ordered_after(query, sort_dir, column, Allocation.id,
+    query = paging.ordered_after(query, sort_dir, column, Allocation.id,
                                   after)
     return DriverStatement(query.limit(bindparam("limit")), dialect)
 
 
-def read(db: Database, find: Callable[[AnyConnection], _Read]) -> _Read:
-    """What ``find`` reads in one statement on a bare connection (an
-    allocation's row and its node's UUID)."""
+def read(db: Database, ident: str, who: Principal
+         ) -> tuple[Any, str | None]:
+    """The row of the allocation ``ident`` names, as ``who`` may see it,
+    and its node's UUID: one statement on a bare connection."""
     with db.statement_connection() as conn:
-        return find(conn)
+        return lookup.read_allocation(conn, ident, who)
 
 
-def node_allocation(db: Database, find: Callable[[Session], Allocation]
+def node_allocation(db: Database, scope: NodeScope, node_ident: str
                     ) -> tuple[Allocation, str | None]:
-    """The allocation ``find`` returns (through a node) and its node's
-    UUID."""
+    """The allocation of the node ``node_ident`` names, as ``scope`` may
+    see them (:class:`Invalid` for a missing node, as in Ironic;
+    :class:`NotFound` for one without a visible allocation), and the
+    node's UUID."""
     with db.read() as session:
-        allocation = find(session)
-        return allocation, _node_uuid(session, allocation)
+        try:
+            node = visible_node(session, scope, node_ident)
+        except NotFound as exc:
+            raise Invalid(exc.message) from None
+        allocation = release.holder_of(session, node)
+        if allocation is None or not policy.allocation_visible(
+                scope.who, allocation.owner):
+            raise NotFound(f"Allocation for node {node_ident} was not found")
+        return allocation, node.uuid
 
 
-def update(db: Database, find: Callable[[Session], Allocation],
+def update(db: Database, ident: str, who: Principal,
            patch: list[dict[str, Any]]) -> tuple[Allocation, str | None]:
     """Apply a JSON patch of ``name`` and ``extra`` (checked by the
-    caller) to the allocation ``find`` locks; it and its node's UUID."""
+    caller) to the allocation ``ident`` names, as ``who`` may see it;
+    it and its node's UUID."""
     with db.write() as session:
-        allocation = find(session)
+        allocation = lookup.find_allocation(session, ident, who)
         current = {"name": allocation.name, "extra": allocation.extra or {}}
         patched = patching.apply(current, patch)
         schemas.validate(patched, schemas.ALLOCATION_PATCHED)
         name = patched.get("name")
-        if name is not None and not schemas.is_valid_name(name):
-            raise bad_request(
+        if name is not None and not identifiers.is_valid_name(name):
+            raise Invalid(
                 f"Cannot update allocation with invalid name '{name}'"
             )
         if name is not None and name != allocation.name:
@@ -143,7 +166,7 @@ def update(db: Database, find: Callable[[Session], Allocation],
                 session, name, by_uuid=False, lock=False
             )
             if other is not None:
-                raise conflict(
+                raise Conflict(
                     f"An allocation with name {name} already exists."
                 )
         allocation.name = name
@@ -161,15 +184,16 @@ def _node_uuid(session: Session, allocation: Allocation) -> str | None:
 
 def funnel(db: Database, who: Principal, request: Request,
            candidate_nodes: Sequence[str]) -> tuple[Request, Funnel]:
-    """The funnel of ``request`` (its ``candidate_nodes`` resolved here),
-    counting the nodes ``who`` may see, or for an admin the nodes the
-    request's owner may see."""
+    """The funnel of ``request`` (its owner as ``who`` may set it, its
+    ``candidate_nodes`` resolved here), counting the nodes ``who`` may
+    see, or for an admin the nodes the request's owner may see."""
+    owner = policy.create_owner(who, request.owner)
     with db.read() as session:
         candidates = creating.resolve_candidates(session, who,
                                                  candidate_nodes)
         request = dataclasses.replace(
-            request, candidate_nodes=tuple(candidates))
-        visible = policy.node_filter(who)
+            request, owner=owner, candidate_nodes=tuple(candidates))
+        visible = node_lookup.node_filter(who)
         if visible is None:  # an admin: the nodes the owner may see
             visible = matching.visible_to(request.owner)
         return request, matching.funnel_counts(session, request, visible)
@@ -181,7 +205,7 @@ def capacity(backend: Backend, who: Principal, resource_class: str | None,
     satisfy ``wanted``."""
     condition = None if wanted is None else \
         matching.constraint_condition(wanted)
-    visible = [c for c in (policy.node_filter(who), condition)
+    visible = [c for c in (node_lookup.node_filter(who), condition)
                if c is not None]
     return backend.capacity(resource_class, and_(*visible) if visible
                             else None)

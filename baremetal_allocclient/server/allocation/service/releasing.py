@@ -16,14 +16,25 @@ from typing import Protocol
 
 from sqlalchemy.orm import Session
 
-from baremetal_allocclient.server.allocation import release, release_rules
+from baremetal_allocclient.server.allocation import (
+    lookup,
+    release,
+    release_rules,
+)
 from baremetal_allocclient.server.allocation.service import committing
-from baremetal_allocclient.server.api.errors import conflict
 from baremetal_allocclient.server.db.engine import (
     CommitOutcomeUnknown,
     Database,
 )
 from baremetal_allocclient.server.db.models import Allocation, Node
+from baremetal_allocclient.server.db.node_lookup import visible_node
+from baremetal_allocclient.server.domain import policy
+from baremetal_allocclient.server.domain.errors import (
+    Conflict,
+    Invalid,
+    NotFound,
+)
+from baremetal_allocclient.server.domain.principal import Principal
 
 
 class Line(Protocol):
@@ -33,34 +44,59 @@ class Line(Protocol):
         """Run a round now."""
 
 
-def delete(db: Database, queue: Line | None,
-           find: Callable[[Session], Allocation]) -> None:
-    """Delete the allocation ``find`` locks, releasing its node (409 when
-    the node's state keeps it); then allocations waiting in line here
-    try at once (other processes see the node on their next round)."""
+def delete(db: Database, queue: Line | None, ident: str,
+           who: Principal) -> None:
+    """Delete the allocation ``ident`` names (as ``who`` may see it),
+    releasing its node (:class:`Conflict` when the node's state keeps
+    it); then allocations waiting in line here try at once (other
+    processes see the node on their next round)."""
+    _delete(db, queue, lambda session: lookup.allocation_to_release(
+        session, ident, who))
+
+
+def delete_node_allocation(db: Database, queue: Line | None,
+                           scope: policy.NodeScope, node_ident: str) -> None:
+    """Delete the allocation holding the node ``node_ident`` names, as
+    :func:`delete` does."""
+    _delete(db, queue, lambda session: node_allocation_to_release(
+        session, scope, node_ident))
+
+
+def node_allocation_to_release(session: Session, scope: policy.NodeScope,
+                               node_ident: str) -> release.ToRelease:
+    """The allocation of a node as ``scope`` may see it, locked after
+    its node (:class:`Invalid` for a missing node, as in Ironic;
+    :class:`NotFound` for a node without a visible allocation)."""
+    try:
+        node = visible_node(session, scope, node_ident)
+    except NotFound as exc:
+        raise Invalid(exc.message) from None
+    allocation = release.holder_of(session, node)
+    if allocation is None or not policy.allocation_visible(
+            scope.who, allocation.owner):
+        raise NotFound(f"Allocation for node {node_ident} was not found")
+    return release.ToRelease(allocation, _view(node))
+
+
+def _delete(db: Database, queue: Line | None,
+            find: Callable[[Session], release.ToRelease]) -> None:
     # Read inside the transaction: a failed commit expires the object.
     found: list[tuple[int, str]] = []
     try:
         with db.write() as session:
-            allocation = find(session)
+            allocation, node = find(session)
             found.append((allocation.id, allocation.uuid))
-            _delete(session, allocation)
+            if node is not None:
+                error = release_rules.allocation_removal_error(
+                    node, allocation.uuid)
+                if error:
+                    raise Conflict(error)
+            release.release_in_session(session, allocation)
     except CommitOutcomeUnknown as exc:
         committing.resolved(db, exc,
                             committing.stored(*found[0], present=False))
     if queue is not None:
         queue.wake()
-
-
-def _delete(session: Session, allocation: Allocation) -> None:
-    if allocation.node_id is not None:
-        node = release.release_view(session, allocation.node_id)
-        if node is not None:
-            error = release_rules.allocation_removal_error(
-                node, allocation.uuid)
-            if error:
-                raise conflict(error)
-    release.release_in_session(session, allocation)
 
 
 # -- the Ironic wing's way in (the caller's session) --------------------

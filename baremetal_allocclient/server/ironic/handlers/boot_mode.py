@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from baremetal_allocclient.server.api import schemas
+from baremetal_allocclient.server import schemas
 from baremetal_allocclient.server.api.context import (
     Context,
     empty_response,
@@ -18,9 +18,13 @@ from baremetal_allocclient.server.api.context import (
 )
 from baremetal_allocclient.server.api.errors import (
     bad_request,
-    not_found,
 )
 from baremetal_allocclient.server.api.http import Response
+from baremetal_allocclient.server.domain.errors import (
+    DomainError,
+    Invalid,
+    NotFound,
+)
 from baremetal_allocclient.server.ironic.service import management
 
 SINCE = 76
@@ -41,12 +45,12 @@ def _fail_on_fake_hardware(ctx: Context, ident: str, invalid: str | None,
                            last_error: str) -> Response:
     """The checks Ironic makes after finding the node (the version, then
     the target), then the failure fake-hardware reports."""
-    refusal = None
+    refusal: DomainError | None = None
     if ctx.minor < SINCE:
-        refusal = not_found("This endpoint is supported starting with the "
-                            f"API version 1.{SINCE}")
+        refusal = NotFound("This endpoint is supported starting with the "
+                           f"API version 1.{SINCE}")
     elif invalid is not None:
-        refusal = bad_request(invalid)
+        refusal = Invalid(invalid)
     management.fail_boot_change(ctx.services.db, node_scope(ctx), ident,
                                 refusal, last_error)
     response = empty_response(202)

@@ -8,12 +8,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from baremetal_allocclient.server import node_states as ns
-from baremetal_allocclient.server.api import (
-    extensions,
-    listing,
-    schemas,
-    versions,
-)
+from baremetal_allocclient.server import schemas
+from baremetal_allocclient.server.api import extensions, listing, versions
 from baremetal_allocclient.server.api.context import (
     Context,
     empty_response,
@@ -30,6 +26,8 @@ from baremetal_allocclient.server.db.models import (
     Node,
     utcnow,
 )
+from baremetal_allocclient.server.domain import identifiers
+from baremetal_allocclient.server.domain.paging import Page
 from baremetal_allocclient.server.ironic import (
     interfaces,
     node_changes,
@@ -96,7 +94,7 @@ def list_nodes(ctx: Context, detail: bool = False) -> Response:
     if detail and fields is not None:
         raise bad_request("Can not specify ?fields when requesting detail")
     if not detail:
-        as_detail = listing.parse_bool("detail", ctx.query("detail"))
+        as_detail = schemas.boolean("detail", ctx.query("detail"))
         if as_detail is not None and ctx.minor < versions.DETAIL_QUERY:
             raise not_acceptable()
         detail = bool(as_detail)
@@ -107,7 +105,7 @@ def list_nodes(ctx: Context, detail: bool = False) -> Response:
         fields = [
             f for f in views.NODE_LIST_FIELDS if _FIELD_SINCE[f] <= ctx.minor
         ]
-    page = listing.Page(
+    page = Page(
         limit=listing.parse_limit(ctx.query("limit")),
         sort_key=listing.parse_sort_key(
             ctx.query("sort_key"), views.NODE_SORT_KEYS
@@ -180,19 +178,19 @@ def create_node(ctx: Context) -> Response:
         raise node_changes.driver_error(body["driver"])
     node_changes.check_interfaces(body)
     name = body.get("name")
-    if name is not None and not schemas.is_valid_name(name):
+    if name is not None and not identifiers.is_valid_name(name):
         raise bad_request(f"Cannot create node with invalid name '{name}'")
-    if name is not None and schemas.is_uuid_like(name):
+    if name is not None and identifiers.is_uuid_like(name):
         raise bad_request(f"Cannot create node with invalid name '{name}'")
     uuid = body.get("uuid") or str(uuidlib.uuid4())
-    if not schemas.is_uuid(uuid):
+    if not identifiers.is_uuid(uuid):
         raise bad_request(f"Expected UUID for uuid: {uuid}")
     instance_uuid = body.get("instance_uuid")
-    if instance_uuid is not None and not schemas.is_uuid(instance_uuid):
+    if instance_uuid is not None and not identifiers.is_uuid(instance_uuid):
         raise bad_request(f"Expected UUID for instance_uuid: {instance_uuid}")
-    uuid = schemas.canonical_uuid(uuid)
+    uuid = identifiers.canonical_uuid(uuid)
     if instance_uuid is not None:
-        instance_uuid = schemas.canonical_uuid(instance_uuid)
+        instance_uuid = identifiers.canonical_uuid(instance_uuid)
     node, related = service.create(
         ctx.services.db, _columns(ctx, body, uuid, instance_uuid),
         body.get("parent_node"))

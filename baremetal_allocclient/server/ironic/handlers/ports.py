@@ -13,7 +13,8 @@ import uuid as uuidlib
 from collections.abc import Sequence
 from typing import Any
 
-from baremetal_allocclient.server.api import listing, schemas
+from baremetal_allocclient.server import schemas
+from baremetal_allocclient.server.api import listing
 from baremetal_allocclient.server.api.context import (
     Context,
     empty_response,
@@ -26,6 +27,8 @@ from baremetal_allocclient.server.api.errors import (
 )
 from baremetal_allocclient.server.api.http import Response
 from baremetal_allocclient.server.db.models import Port
+from baremetal_allocclient.server.domain import identifiers
+from baremetal_allocclient.server.domain.paging import Page
 from baremetal_allocclient.server.ironic import port_rules, views
 from baremetal_allocclient.server.ironic.service import ports as service
 
@@ -43,7 +46,7 @@ def _list_fields(ctx: Context, detail: bool) -> list[str] | None:
     views.check_port_fields(fields, ctx.minor)
     if detail:
         return None
-    as_detail = listing.parse_bool("detail", ctx.query("detail"))
+    as_detail = schemas.boolean("detail", ctx.query("detail"))
     if as_detail is not None and ctx.minor < 43:
         raise not_acceptable()
     if as_detail and fields is not None:
@@ -53,7 +56,14 @@ def _list_fields(ctx: Context, detail: bool) -> list[str] | None:
     return fields if fields is not None else list(views.PORT_LIST_FIELDS)
 
 
-def _page(ctx: Context) -> listing.Page:
+
+def check_version_fields(values: dict[str, Any], minor: int) -> None:
+    """Fields newer than the request's version are a 406, like Ironic."""
+    if port_rules.newer_than_version(values, minor):
+        raise not_acceptable()
+
+
+def _page(ctx: Context) -> Page:
     sort_key = ctx.query("sort_key")
     if sort_key in views.PORT_UNSORTABLE:
         raise bad_request(f"The sort_key value {sort_key} is an invalid "
@@ -62,7 +72,7 @@ def _page(ctx: Context) -> listing.Page:
         ctx.minor
     ):
         raise not_acceptable()
-    return listing.Page(
+    return Page(
         limit=listing.parse_limit(ctx.query("limit")),
         sort_key=listing.parse_sort_key(sort_key, views.PORT_SORT_KEYS),
         sort_dir=listing.parse_sort_dir(ctx.query("sort_dir")),
@@ -76,7 +86,7 @@ def list_ports(
     fields = _list_fields(ctx, detail)
     page = _page(ctx)
     node_uuid = ctx.query("node_uuid")
-    if node_uuid is not None and not schemas.is_uuid_like(node_uuid):
+    if node_uuid is not None and not identifiers.is_uuid_like(node_uuid):
         raise bad_request(f"Expected UUID for node_uuid: {node_uuid}")
     # Like Ironic: the sub-resource's node, else node_uuid, else node.
     node_ident = ident or node_uuid or ctx.query("node")
@@ -119,7 +129,7 @@ def get_port(ctx: Context, ident: str) -> Response:
 def _validated_body(ctx: Context, body: object) -> dict[str, Any]:
     schemas.validate(body, schemas.PORT, "Schema error for port")
     assert isinstance(body, dict)
-    port_rules.check_version_fields(body, ctx.minor)
+    check_version_fields(body, ctx.minor)
     return port_rules.normalized(body)
 
 
@@ -158,7 +168,7 @@ def _checked_patch(ctx: Context, patch: object) -> list[dict[str, Any]]:
                 f"Cannot patch {op['path']}. Only the following can be "
                 f"updated: {', '.join(port_rules.PATCHABLE)}")
         roots.append(root)
-    port_rules.check_version_fields(dict.fromkeys(roots), ctx.minor)
+    check_version_fields(dict.fromkeys(roots), ctx.minor)
     return patch
 
 
@@ -172,7 +182,7 @@ def update_port(ctx: Context, ident: str) -> Response:
 
 def delete_port(ctx: Context, ident: str) -> Response:
     """DELETE /v1/ports/{uuid}."""
-    if not schemas.is_uuid_like(ident):
+    if not identifiers.is_uuid_like(ident):
         raise bad_request(f"Expected UUID for port_uuid: {ident}")
     service.delete(ctx.services.db, node_scope(ctx), ident)
     return empty_response(204)

@@ -6,11 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from baremetal_allocclient.server import node_states as ns
-from baremetal_allocclient.server.api import (
-    schemas,
-    versions,
-    views,
-)
+from baremetal_allocclient.server import schemas
+from baremetal_allocclient.server.api import versions, views
 from baremetal_allocclient.server.api.context import (
     Context,
     empty_response,

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from baremetal_allocclient.server.api import (
-    schemas,
-    versions,
-)
+from baremetal_allocclient.server import schemas
+from baremetal_allocclient.server.api import versions
 from baremetal_allocclient.server.api.context import (
     Context,
     empty_response,

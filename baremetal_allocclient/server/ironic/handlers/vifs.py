@@ -11,7 +11,7 @@ interfaces (see ``doc/source/reference/api-compatibility.rst``).
 
 from __future__ import annotations
 
-from baremetal_allocclient.server.api import schemas
+from baremetal_allocclient.server import schemas
 from baremetal_allocclient.server.api.context import (
     Context,
     empty_response,
@@ -23,6 +23,7 @@ from baremetal_allocclient.server.api.errors import (
     no_route,
 )
 from baremetal_allocclient.server.api.http import Response
+from baremetal_allocclient.server.domain import identifiers
 from baremetal_allocclient.server.ironic.service import vifs
 
 #: The minor version that introduced the VIF sub-resource.
@@ -39,7 +40,8 @@ def _gate(ctx: Context) -> None:
 
 def check_vif_id(name: str, value: str) -> None:
     """A VIF id is a UUID or a name, like Ironic (pure)."""
-    if not (schemas.is_uuid_like(value) or schemas.is_valid_name(value)):
+    if not (identifiers.is_uuid_like(value)
+            or identifiers.is_valid_name(value)):
         raise bad_request(f"Expected UUID or name for {name}: {value}")
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import urllib.parse
 
-from baremetal_allocclient.server.api import schemas
+from baremetal_allocclient.server import schemas
 from baremetal_allocclient.server.api.context import (
     Context,
     empty_response,

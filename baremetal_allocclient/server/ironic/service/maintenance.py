@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from baremetal_allocclient.server.api.node_lookup import (
-    NodeScope,
-    visible_node,
-)
 from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import utcnow
+from baremetal_allocclient.server.db.node_lookup import visible_node
+from baremetal_allocclient.server.domain.policy import NodeScope
 
 
 def enter(db: Database, scope: NodeScope, ident: str,

@@ -5,13 +5,11 @@ as when Ironic's conductor runs the request in the background."""
 from __future__ import annotations
 
 from baremetal_allocclient.server import node_states as ns
-from baremetal_allocclient.server.api.errors import ApiError, conflict
-from baremetal_allocclient.server.api.node_lookup import (
-    NodeScope,
-    visible_node,
-)
 from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import utcnow
+from baremetal_allocclient.server.db.node_lookup import visible_node
+from baremetal_allocclient.server.domain.errors import Conflict, DomainError
+from baremetal_allocclient.server.domain.policy import NodeScope
 from baremetal_allocclient.server.ironic import interfaces
 
 #: Ironic's UNSTABLE_STATES that this server's state machine has.
@@ -33,7 +31,7 @@ def fail_unsupported(db: Database, scope: NodeScope, ident: str,
 
 
 def fail_boot_change(db: Database, scope: NodeScope, ident: str,
-                     refusal: ApiError | None, last_error: str) -> None:
+                     refusal: DomainError | None, last_error: str) -> None:
     """A boot mode or secure boot change: once the node is found,
     ``refusal`` (the request's, if any) is raised, then a 409 while the
     node is transitioning; else ``last_error`` is recorded."""
@@ -42,7 +40,7 @@ def fail_boot_change(db: Database, scope: NodeScope, ident: str,
         if refusal is not None:
             raise refusal
         if node.provision_state in TRANSITIONING:
-            raise conflict(
+            raise Conflict(
                 f"Node is in {node.provision_state} state. Since node is "
                 "transitioning, the boot mode will not be set as this may "
                 "interfere with ongoing changes and result in erroneous "

@@ -10,23 +10,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from baremetal_allocclient.server import schemas
 from baremetal_allocclient.server.allocation.service import releasing
-from baremetal_allocclient.server.api import listing, patching, schemas
-from baremetal_allocclient.server.api.errors import (
-    ApiError,
-    bad_request,
-    conflict,
-)
-from baremetal_allocclient.server.api.node_lookup import (
-    NodeScope,
-    visible_node,
-)
 from baremetal_allocclient.server.db import lookups
 from baremetal_allocclient.server.db.engine import (
     Database,
     duplicates_refused,
 )
 from baremetal_allocclient.server.db.models import Node, utcnow
+from baremetal_allocclient.server.db.node_lookup import visible_node
+from baremetal_allocclient.server.domain import patching
+from baremetal_allocclient.server.domain.errors import Conflict, Invalid
+from baremetal_allocclient.server.domain.paging import Page
+from baremetal_allocclient.server.domain.policy import NodeScope
 from baremetal_allocclient.server.ironic import (
     node_changes,
     node_listing,
@@ -51,7 +47,7 @@ def show(db: Database, scope: NodeScope, ident: str) -> Shown:
 
 
 def list_page(db: Database, scope: NodeScope, filters: NodeFilters,
-              page: listing.Page, marker: str | None
+              page: Page, marker: str | None
               ) -> tuple[list[Node], node_rows.Related]:
     """One page of the nodes the caller may see that ``filters`` select,
     after the ``marker`` node (404 when missing or hidden)."""
@@ -69,17 +65,17 @@ def create(db: Database, columns: dict[str, Any],
     uuid, name = columns["uuid"], columns.get("name")
     instance_uuid = columns.get("instance_uuid")
 
-    def duplicate() -> ApiError:  # a race lost to another create
-        return conflict(f"A node with UUID {uuid}, name {name} or instance "
+    def duplicate() -> Conflict:  # a race lost to another create
+        return Conflict(f"A node with UUID {uuid}, name {name} or instance "
                         f"{instance_uuid} already exists.")
 
     with duplicates_refused(duplicate), db.write() as session:
         if lookups.node_by_ident(session, uuid, True, lock=False):
-            raise conflict(f"A node with UUID {uuid} already exists.")
+            raise Conflict(f"A node with UUID {uuid} already exists.")
         if name is not None and lookups.node_by_ident(
             session, name, False, lock=False
         ):
-            raise conflict(f"A node with name {name} already exists.")
+            raise Conflict(f"A node with name {name} already exists.")
         parent = node_changes.parent_uuid(session, columns.get("owner"),
                                           parent_ident)
         node = Node(**columns, parent_node=parent)
@@ -94,7 +90,7 @@ def _patched(node: Node, patch: list[dict[str, Any]],
     before = node_changes.patchable(node)
     after = patching.apply(before, patch)
     if not isinstance(after, dict):
-        raise bad_request("Invalid patch: the node must stay an object")
+        raise Invalid("Invalid patch: the node must stay an object")
     after = node_changes.with_defaults(after)
     schemas.validate(after, schema, "Schema error for patch")
     after = schemas.node_booleans(after)
@@ -124,7 +120,7 @@ def delete(db: Database, scope: NodeScope, ident: str) -> None:
         node = visible_node(session, scope, ident)
         error = releasing.node_deletion_refusal(node)
         if error:
-            raise conflict(error)
+            raise Conflict(error)
         allocation = releasing.holder_of(session, node)
         if allocation is not None:
             releasing.release_in_session(session, allocation)

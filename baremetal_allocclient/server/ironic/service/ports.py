@@ -10,18 +10,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from baremetal_allocclient.server.api import listing, patching, schemas
-from baremetal_allocclient.server.api.errors import (
-    ApiError,
-    bad_request,
-    conflict,
-)
-from baremetal_allocclient.server.api.node_lookup import NodeScope
+from baremetal_allocclient.server import schemas
 from baremetal_allocclient.server.db.engine import (
     Database,
     duplicates_refused,
 )
 from baremetal_allocclient.server.db.models import Node, Port, utcnow
+from baremetal_allocclient.server.domain import patching
+from baremetal_allocclient.server.domain.errors import Conflict, Invalid
+from baremetal_allocclient.server.domain.paging import Page
+from baremetal_allocclient.server.domain.policy import NodeScope
 from baremetal_allocclient.server.ironic import port_rows, port_rules
 
 Shown = tuple[Port, str]  # a port and its node's UUID
@@ -31,7 +29,7 @@ Shown = tuple[Port, str]  # a port and its node's UUID
 class Listing:
     """What a port list asks for (None: not filtered on)."""
 
-    page: listing.Page
+    page: Page
     #: The node whose ports are listed (a UUID or, by version, a name).
     node: str | None
     address: str | None
@@ -60,8 +58,8 @@ def create(db: Database, scope: NodeScope, values: dict[str, Any],
     """Store a port with the checked body ``values`` on the node it
     names (400 when missing or hidden); 409 when its MAC address or
     ``uuid`` is taken."""
-    def duplicate() -> ApiError:  # a race lost to another create
-        return conflict(
+    def duplicate() -> Conflict:  # a race lost to another create
+        return Conflict(
             f"A port with MAC address {values['address']} or UUID {uuid} "
             f"already exists.")
 
@@ -87,7 +85,7 @@ def _patched(port: Port, node: Node, patch: list[dict[str, Any]]
     before = port_rules.patchable(port, node)
     after = patching.apply(before, patch)
     if not isinstance(after, dict):
-        raise bad_request("Invalid patch: the port must stay an object")
+        raise Invalid("Invalid patch: the port must stay an object")
     after = {k: v for k, v in after.items() if v is not None}
     after.setdefault("node_uuid", node.uuid)  # removing it: no change
     # Only the patched fields were checked against the version.

@@ -7,13 +7,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from baremetal_allocclient.server import node_states as ns
-from baremetal_allocclient.server.api.errors import bad_request, conflict
-from baremetal_allocclient.server.api.node_lookup import (
-    NodeScope,
-    visible_node,
-)
 from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import Node, utcnow
+from baremetal_allocclient.server.db.node_lookup import visible_node
+from baremetal_allocclient.server.domain.errors import Conflict, Invalid
+from baremetal_allocclient.server.domain.policy import NodeScope
 from baremetal_allocclient.server.ironic import (
     fake_hardware,
     instance,
@@ -67,7 +65,7 @@ def provision(db: Database, hardware: fake_hardware.FakeHardware,
         transition = ns.transition_for(asked.verb, node.provision_state)
         refusal = _refusal(node, transition, asked)
         if refusal is not None:
-            raise bad_request(refusal)
+            raise Invalid(refusal)
         assert transition is not None
         state, target = fake_hardware.begin(node, transition, now)
         if transition.final == ns.ACTIVE:
@@ -93,12 +91,12 @@ def power(db: Database, hardware: fake_hardware.FakeHardware,
         node = visible_node(session, scope, ident)
         if result is None or (target.startswith("soft")
                               and not soft_allowed):
-            raise bad_request(
+            raise Invalid(
                 f'The requested action "{target}" can not be performed on '
                 f'node "{ident}" while it is in state "{node.power_state}".'
             )
         if result == ns.POWER_OFF and node.disable_power_off:
-            raise conflict(f"Failed to set node power state to {target}.")
+            raise Conflict(f"Failed to set node power state to {target}.")
         now = utcnow()
         if ns.changes_power(node.power_state, target):
             # Ironic records when it last changed the power state.

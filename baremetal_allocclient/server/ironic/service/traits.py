@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from baremetal_allocclient.server.api import schemas
-from baremetal_allocclient.server.api.errors import bad_request, not_found
-from baremetal_allocclient.server.api.node_lookup import (
-    NodeScope,
-    visible_node,
-)
+from baremetal_allocclient.server import schemas
 from baremetal_allocclient.server.db import lookups
 from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import Node
+from baremetal_allocclient.server.db.node_lookup import visible_node
+from baremetal_allocclient.server.domain.errors import Invalid, NotFound
+from baremetal_allocclient.server.domain.policy import NodeScope
 from baremetal_allocclient.server.ironic import node_rows
 
 #: The most traits a node may have (as many as a request may name).
@@ -21,7 +19,7 @@ MAX_TRAITS = schemas.MAX_TRAITS
 
 def _check_count(node: Node, traits: Sequence[str]) -> None:
     if len(set(traits)) > MAX_TRAITS:
-        raise bad_request(
+        raise Invalid(
             f"Could not add trait(s) to node {node.uuid}: a node can have "
             f"at most {MAX_TRAITS} traits"
         )
@@ -62,7 +60,7 @@ def remove(db: Database, scope: NodeScope, ident: str, trait: str) -> None:
     with db.write() as session:
         node = visible_node(session, scope, ident)
         if not node_rows.remove_trait(session, node.id, trait):
-            raise not_found(
+            raise NotFound(
                 f"Node {node.uuid} doesn't have a trait '{trait}'"
             )
         lookups.touch_node(session, node.id)

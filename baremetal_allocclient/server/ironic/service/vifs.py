@@ -3,12 +3,10 @@ wording of Ironic's network interfaces that store VIFs)."""
 
 from __future__ import annotations
 
-from baremetal_allocclient.server.api.errors import bad_request, conflict
-from baremetal_allocclient.server.api.node_lookup import (
-    NodeScope,
-    visible_node,
-)
 from baremetal_allocclient.server.db.engine import Database
+from baremetal_allocclient.server.db.node_lookup import visible_node
+from baremetal_allocclient.server.domain.errors import Conflict, Invalid
+from baremetal_allocclient.server.domain.policy import NodeScope
 from baremetal_allocclient.server.ironic import vif_rows
 
 
@@ -24,7 +22,7 @@ def attach(db: Database, scope: NodeScope, ident: str, vif: str) -> None:
     with db.write() as session:
         node = visible_node(session, scope, ident)
         if vif in vif_rows.vif_ids(session, node.id):
-            raise conflict(f"Unable to attach VIF because VIF {vif} is "
+            raise Conflict(f"Unable to attach VIF because VIF {vif} is "
                            f"already attached to Ironic node {node.uuid}")
         vif_rows.attach_vif(session, node.id, vif)
 
@@ -34,6 +32,6 @@ def detach(db: Database, scope: NodeScope, ident: str, vif: str) -> None:
     with db.write() as session:
         node = visible_node(session, scope, ident)
         if not vif_rows.detach_vif(session, node.id, vif):
-            raise bad_request(f"Unable to detach VIF {vif} from node "
+            raise Invalid(f"Unable to detach VIF {vif} from node "
                               f"{node.uuid} because it is not attached to "
                               f"it.")

@@ -31,11 +31,11 @@ from sqlalchemy import bindparam, event, insert, select
 from baremetal_allocclient.server import node_states as ns
 from baremetal_allocclient.server.allocation import matching, selection
 from baremetal_allocclient.server.allocation.service import creating
-from baremetal_allocclient.server.api.auth import Principal
 from baremetal_allocclient.server.db.driver_statements import (
     driver_statement,
 )
 from baremetal_allocclient.server.db.models import Node, NodeTrait
+from baremetal_allocclient.server.domain.principal import Principal
 from baremetal_allocclient.tests.functional.multiprocess import (
     _databases,
     _reads,

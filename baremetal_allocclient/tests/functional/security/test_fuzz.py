@@ -32,7 +32,8 @@ from hypothesis import strategies as st
 from sqlalchemy import create_engine, text
 
 from baremetal_allocclient.server import openapi
-from baremetal_allocclient.server.api import limits, schemas
+from baremetal_allocclient.server.api import limits
+from baremetal_allocclient.server.domain import identifiers
 from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
 from baremetal_allocclient.tests.functional.multiprocess import _databases
 from baremetal_allocclient.tests.functional.security import _support as sup
@@ -131,7 +132,7 @@ def _hint(name: str, pools: Pools) -> st.SearchStrategy[Any] | None:
         "node": pools.node(),
         "owner": st.sampled_from([sup.PROJECT_A, sup.PROJECT_B]),
         "lessee": st.sampled_from([sup.PROJECT_A, sup.PROJECT_B]),
-        "name": st.from_regex(schemas.NAME_RE, fullmatch=True).filter(
+        "name": st.from_regex(identifiers.NAME_RE, fullmatch=True).filter(
             lambda s: len(s) <= 20),
         "uuid": st.uuids().map(str),
         "instance_uuid": st.uuids().map(str),

@@ -23,11 +23,11 @@ import fixtures
 import testtools
 
 from baremetal_allocclient.server.allocation import reservation
+from baremetal_allocclient.server.allocation.wait_permits import WaitPermits
 from baremetal_allocclient.server.allocation.workers import (
     UNEXPECTED_FAILURE,
     AllocationWorkers,
 )
-from baremetal_allocclient.server.api.prefer import WaitPermits
 from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
 from baremetal_allocclient.tests.fixtures.launcher import run_cli
 from baremetal_allocclient.tests.functional.multiprocess import _databases

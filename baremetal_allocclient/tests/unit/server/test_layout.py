@@ -1,8 +1,8 @@
 """The server's layout: two wings that meet only at named seams, shared
-plumbing that imports neither wing, and handlers without SQL or
-transactions of their own.  (No import cycle and
-no oversized module anywhere in the package:
-``tests/unit/test_import_graph.py``.)
+plumbing that imports neither wing, handlers without SQL or
+transactions of their own, services that speak the domain (no HTTP),
+and HTTP plumbing without SQL.  (No import cycle and no oversized
+module anywhere in the package: ``tests/unit/test_import_graph.py``.)
 """
 
 from __future__ import annotations
@@ -25,7 +25,14 @@ RELEASE_ENTRY = f"{ALLOCATION}.service.releasing"
 #: undeploying a node when its lease expires.
 UNDEPLOY_SEAM = f"{IRONIC}.undeploy"
 #: The shared plumbing: it serves both wings and imports neither.
-SHARED_PACKAGES = (f"{SERVER}.api", f"{SERVER}.db")
+SHARED_PACKAGES = (f"{SERVER}.api", f"{SERVER}.db", f"{SERVER}.domain")
+API = f"{SERVER}.api"
+#: The service layers: they take values and raise domain errors.
+SERVICE_PACKAGES = (f"{ALLOCATION}.service", f"{IRONIC}.service")
+#: The HTTP errors (``api/errors.py``) a module below HTTP must not raise.
+HTTP_ERRORS = frozenset({"ApiError", "RouteError", "bad_request",
+                         "not_found", "conflict", "not_acceptable",
+                         "no_route"})
 #: Handlers parse, check the version, call the service and render.
 HANDLER_PACKAGES = (f"{ALLOCATION}.handlers", f"{IRONIC}.handlers")
 #: The methods of ``Database`` that open a transaction.
@@ -95,6 +102,44 @@ def transactions_used(tree: ast.Module) -> list[str]:
     return sorted(found)
 
 
+def below_services() -> set[str]:
+    """The service modules and every module of a wing they import,
+    directly or not, but for rendering (a wing's ``views``) and the
+    handlers: what runs below HTTP."""
+    found: set[str] = set()
+    pending = [name for name in GRAPH
+               if any(import_graph.within(name, package)
+                      for package in SERVICE_PACKAGES)]
+    while pending:
+        name = pending.pop()
+        if name in found:
+            continue
+        found.add(name)
+        pending.extend(
+            dep for dep in GRAPH[name]
+            if (import_graph.within(dep, ALLOCATION)
+                or import_graph.within(dep, IRONIC))
+            and not dep.endswith(".views")
+            and not any(import_graph.within(dep, package)
+                        for package in HANDLER_PACKAGES))
+    return found
+
+
+def http_errors_raised(tree: ast.Module) -> list[str]:
+    """Every ``raise`` of an HTTP error in a module, as ``line: source``."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Raise) or node.exc is None:
+            continue
+        raised = node.exc.func if isinstance(node.exc, ast.Call) \
+            else node.exc
+        name = raised.attr if isinstance(raised, ast.Attribute) else (
+            raised.id if isinstance(raised, ast.Name) else None)
+        if name in HTTP_ERRORS:
+            found.append(f"{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
 def handler_trees(*packages: str) -> dict[str, ast.Module]:
     """The parsed source of every module of the handler packages."""
     return {name: ast.parse(path.read_text(encoding="utf-8"), str(path))
@@ -136,6 +181,40 @@ class LayoutTest(testtools.TestCase):
                  if pair[1] not in (UNDEPLOY_SEAM, IRONIC)}
         self.assertEqual(set(), wrong)
 
+    def test_services_import_no_http(self) -> None:
+        below = below_services()
+        self.assertIn(f"{ALLOCATION}.service.creating", below)
+        self.assertIn(f"{IRONIC}.port_rules", below)
+        self.assertIn(f"{ALLOCATION}.lookup", below)
+        speaking_http = {name: sorted(dep for dep in GRAPH[name]
+                                      if import_graph.within(dep, API))
+                         for name in below}
+        self.assertEqual({}, {k: v for k, v in speaking_http.items() if v})
+
+    def test_services_raise_no_http_error(self) -> None:
+        trees = handler_trees(*sorted(below_services()))
+        self.assertIn(f"{IRONIC}.node_changes", trees)
+        raising = {name: found for name, tree in trees.items()
+                   if (found := http_errors_raised(tree))}
+        self.assertEqual({}, raising)
+
+    def test_http_errors_raised_are_found(self) -> None:
+        tree = ast.parse("raise bad_request('x')\n"
+                         "raise errors.ApiError(400, 'x')\n"
+                         "raise Invalid('x')\n"
+                         "raise\n")
+        self.assertEqual(["1: raise bad_request('x')",
+                          "2: raise errors.ApiError(400, 'x')"],
+                         http_errors_raised(tree))
+
+    def test_http_plumbing_imports_no_sqlalchemy(self) -> None:
+        api = {name for name in GRAPH if import_graph.within(name, API)}
+        self.assertIn(f"{API}.context", api)
+        with_sql = {name for name in api
+                    if any(import_graph.within(dep, "sqlalchemy")
+                           for dep in GRAPH[name])}
+        self.assertEqual(set(), with_sql)
+
     def test_handlers_import_no_sqlalchemy(self) -> None:
         handlers = {name for name in GRAPH
                     if any(import_graph.within(name, package)
@@ -154,12 +233,12 @@ class LayoutTest(testtools.TestCase):
                    if (found := transactions_opened(tree))}
         self.assertEqual({}, opening)
 
-    def test_ironic_handlers_work_in_no_transaction(self) -> None:
-        # The allocation wing's handlers hand the service lookups to run
-        # in its transaction (``records.Listing``); the Ironic wing's
-        # pass plain values only.
-        trees = handler_trees(f"{IRONIC}.handlers")
+    def test_handlers_work_in_no_transaction(self) -> None:
+        # Handlers pass the services plain values (identifiers, the
+        # principal), never a lookup to run in the service's session.
+        trees = handler_trees(*HANDLER_PACKAGES)
         self.assertIn(f"{IRONIC}.handlers.ports", trees)
+        self.assertIn(f"{ALLOCATION}.handlers.allocations", trees)
         using = {name: found for name, tree in trees.items()
                  if (found := transactions_used(tree))}
         self.assertEqual({}, using)

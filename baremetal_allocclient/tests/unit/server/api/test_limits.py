@@ -8,8 +8,10 @@ import testtools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from baremetal_allocclient.server.api import limits, schemas, versions
+from baremetal_allocclient.server import schemas
+from baremetal_allocclient.server.api import limits, versions
 from baremetal_allocclient.server.api.errors import ApiError
+from baremetal_allocclient.server.domain.errors import Invalid
 
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=5),
@@ -93,13 +95,13 @@ class SchemaLimitTests(testtools.TestCase):
 
     def test_list_lengths(self) -> None:
         self._create({"traits": ["CUSTOM_A"] * schemas.MAX_TRAITS})
-        self.assertRaises(ApiError, self._create,
+        self.assertRaises(Invalid, self._create,
                           {"traits": ["CUSTOM_A"] * (schemas.MAX_TRAITS + 1)})
-        self.assertRaises(ApiError, self._create, {
+        self.assertRaises(Invalid, self._create, {
             "candidate_nodes": ["n"] * (schemas.MAX_CANDIDATES + 1)})
 
     def test_long_values_give_a_short_message(self) -> None:
-        error = self.assertRaises(ApiError, self._create,
+        error = self.assertRaises(Invalid, self._create,
                                   {"node": "n" * 100000})
         self.assertLess(len(error.message), 600)
         self.assertIn("$.node", error.message)

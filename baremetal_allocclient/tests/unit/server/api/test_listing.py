@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import testtools
 
+from baremetal_allocclient.server import schemas
 from baremetal_allocclient.server.api import listing
 from baremetal_allocclient.server.api.errors import ApiError
+from baremetal_allocclient.server.domain.errors import Invalid
+from baremetal_allocclient.server.domain.paging import Page
 
 
 class ParameterTests(testtools.TestCase):
     def test_bool(self) -> None:
         for value, expected in [("True", True), ("1", True), ("off", False),
                                 ("no", False), (None, None)]:
-            self.assertEqual(expected, listing.parse_bool("x", value))
-        error = self.assertRaises(ApiError, listing.parse_bool, "x", "maybe")
+            self.assertEqual(expected, schemas.boolean("x", value))
+        error = self.assertRaises(Invalid, schemas.boolean, "x", "maybe")
         self.assertIn("Invalid x: Unrecognized value 'maybe'", error.message)
 
     def test_limit(self) -> None:
@@ -38,7 +41,7 @@ class ParameterTests(testtools.TestCase):
 
 
 class NextLinkTests(testtools.TestCase):
-    page = listing.Page(limit=2, sort_key="id", sort_dir="asc")
+    page = Page(limit=2, sort_key="id", sort_dir="asc")
 
     def test_full_page_links_to_next(self) -> None:
         link = listing.next_link(

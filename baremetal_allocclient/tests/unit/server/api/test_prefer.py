@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import testtools
 
-from baremetal_allocclient.server.api.prefer import (
+from baremetal_allocclient.server.allocation.wait_permits import (
     WaitPermits,
-    requested_wait,
     waiting_capacity,
 )
+from baremetal_allocclient.server.api.prefer import requested_wait
 
 
 class RequestedWaitTests(testtools.TestCase):

@@ -5,11 +5,14 @@ from __future__ import annotations
 import testtools
 from sqlalchemy import func, select
 
-from baremetal_allocclient.server.api import auth, schemas
+from baremetal_allocclient.server.api import auth
 from baremetal_allocclient.server.api.auth import ENVIRON_KEY, Principal
-from baremetal_allocclient.server.api.errors import ApiError
+from baremetal_allocclient.server.api.errors import ApiError, as_api_error
 from baremetal_allocclient.server.db.models import Node, NodeVif, Port
+from baremetal_allocclient.server.domain import identifiers
+from baremetal_allocclient.server.domain.errors import DomainError, Invalid
 from baremetal_allocclient.server.ironic import port_rules, views
+from baremetal_allocclient.server.ironic.handlers import ports
 from baremetal_allocclient.tests.fixtures.wsgi import WsgiApp
 from baremetal_allocclient.tests.unit.server._sqlite import SQLiteDatabase
 
@@ -17,13 +20,13 @@ from baremetal_allocclient.tests.unit.server._sqlite import SQLiteDatabase
 class MacTests(testtools.TestCase):
     def test_colon_separated_six_octets_lower_cased(self) -> None:
         self.assertEqual("aa:bb:cc:00:11:22",
-                         schemas.normalize_mac("AA:bb:CC:00:11:22"))
+                         identifiers.normalize_mac("AA:bb:CC:00:11:22"))
 
     def test_everything_else_is_refused(self) -> None:
         for bad in ("aa:bb:cc:00:11", "aa-bb-cc-00-11-22", "aabbcc001122",
                     "aa:bb:cc:00:11:22:33", "gg:bb:cc:00:11:22", "",
                     " aa:bb:cc:00:11:22", None, 12):
-            self.assertIsNone(schemas.normalize_mac(bad), bad)
+            self.assertIsNone(identifiers.normalize_mac(bad), bad)
 
 
 class FieldTests(testtools.TestCase):
@@ -49,9 +52,9 @@ class FieldTests(testtools.TestCase):
                             ({"local_link_connection": {
                                 "network_type": "unmanaged"}}, 63)):
             error = self.assertRaises(
-                ApiError, port_rules.check_version_fields, body, minor)
+                ApiError, ports.check_version_fields, body, minor)
             self.assertEqual(406, error.status)
-        port_rules.check_version_fields({"physical_network": "x"}, 34)
+        ports.check_version_fields({"physical_network": "x"}, 34)
 
 
 class NormalizedTests(testtools.TestCase):
@@ -75,8 +78,8 @@ class NormalizedTests(testtools.TestCase):
               "local_link_connection": {"switch_id": "s"}},
              "Schema error for local_link_connection"),
         ):
-            error = self.assertRaises(ApiError, port_rules.normalized, body)
-            self.assertEqual(400, error.status)
+            error = self.assertRaises(Invalid, port_rules.normalized, body)
+            self.assertEqual(400, as_api_error(error).status)
             self.assertIn(message, error.message)
 
     def test_local_link_variants(self) -> None:
@@ -132,8 +135,8 @@ class UpdateRuleTests(testtools.TestCase):
                     instance_uuid=instance)
         try:
             port_rules.check_update_allowed(Port(uuid="p"), node, changed)
-        except ApiError as exc:
-            return exc.status
+        except DomainError as exc:
+            return as_api_error(exc).status
         return 200
 
     def test_rules(self) -> None:

@@ -6,9 +6,11 @@ from typing import Any
 
 import testtools
 
-from baremetal_allocclient.server.api import schemas
-from baremetal_allocclient.server.api.errors import ApiError
+from baremetal_allocclient.server import schemas
+from baremetal_allocclient.server.api.errors import as_api_error
 from baremetal_allocclient.server.api.versions import Version
+from baremetal_allocclient.server.domain import identifiers
+from baremetal_allocclient.server.domain.errors import Invalid
 
 LATEST = Version(1, 73)
 
@@ -45,9 +47,9 @@ class AllocationSchemaTests(testtools.TestCase):
         ]
         for body, version, words in cases:
             error = self.assertRaises(
-                ApiError, schemas.validate, body,
+                Invalid, schemas.validate, body,
                 schemas.allocation_create(version))
-            self.assertEqual(400, error.status)
+            self.assertEqual(400, as_api_error(error).status)
             self.assertIn(words, error.message)
             self.assertTrue(error.message.startswith("Schema error: "))
 
@@ -58,16 +60,16 @@ class NameAndUuidTests(testtools.TestCase):
                             ("n" * 255, True), ("n" * 256, False),
                             ("has space", False), ("", False),
                             ("slash/", False), (5, False), (None, False)]:
-            self.assertEqual(valid, schemas.is_valid_name(name), str(name))
+            self.assertEqual(valid, identifiers.is_valid_name(name), str(name))
 
     def test_uuids(self) -> None:
         good = "9c1a3f8e-2b6d-4f0a-8c5e-1d2e3f4a5b6c"
         for value, valid in [(good, True), (good.upper(), True),
                              ("not-a-uuid", False), (good[:-1], False),
                              (good.replace("-", ""), False), (None, False)]:
-            self.assertEqual(valid, schemas.is_uuid(value), str(value))
-        self.assertTrue(schemas.is_uuid_like(good.replace("-", "")))
-        self.assertFalse(schemas.is_uuid_like("node-1"))
+            self.assertEqual(valid, identifiers.is_uuid(value), str(value))
+        self.assertTrue(identifiers.is_uuid_like(good.replace("-", "")))
+        self.assertFalse(identifiers.is_uuid_like("node-1"))
 
 
 class CanonicalUuidTests(testtools.TestCase):
@@ -75,11 +77,11 @@ class CanonicalUuidTests(testtools.TestCase):
         lower = "a1b2c3d4-e5f6-4a1b-8c2d-e3f4a5b6c7d8"
         for given in (lower, lower.upper(), lower.replace("-", "").upper(),
                       "{" + lower.upper() + "}", "urn:uuid:" + lower):
-            self.assertEqual(lower, schemas.canonical_uuid(given), given)
+            self.assertEqual(lower, identifiers.canonical_uuid(given), given)
 
     def test_names_are_left_alone(self) -> None:
         for name in ("Node-1", "ABC", "a1b2c3d4"):
-            self.assertEqual(name, schemas.canonical_uuid(name))
+            self.assertEqual(name, identifiers.canonical_uuid(name))
 
 
 class NodeBooleanTests(testtools.TestCase):
@@ -95,9 +97,9 @@ class NodeBooleanTests(testtools.TestCase):
              "name": "true"}, schemas.node_booleans(body))
 
     def test_other_strings_are_400_with_a_bounded_echo(self) -> None:
-        error = self.assertRaises(ApiError, schemas.node_booleans,
+        error = self.assertRaises(Invalid, schemas.node_booleans,
                                   {"retired": "x" * 5000})
-        self.assertEqual(400, error.status)
+        self.assertEqual(400, as_api_error(error).status)
         self.assertTrue(error.message.startswith(
             "Invalid retired: Unrecognized value 'xxx"))
         self.assertLess(len(error.message), 300)
@@ -126,7 +128,7 @@ class RootCauseTests(testtools.TestCase):
     """Errors of rules with alternatives name the likeliest cause."""
 
     def test_trait_names_the_custom_pattern(self) -> None:
-        error = self.assertRaises(ApiError, schemas.validate, "lower",
+        error = self.assertRaises(Invalid, schemas.validate, "lower",
                                   schemas.TRAIT, "Schema error for trait")
         self.assertEqual(
             "Schema error for trait: 'lower' is not valid under any of the "
@@ -134,7 +136,7 @@ class RootCauseTests(testtools.TestCase):
             "'^CUSTOM_[A-Z0-9_]+$'", error.message)
 
     def test_no_alternatives_no_root_cause(self) -> None:
-        error = self.assertRaises(ApiError, schemas.validate, 5,
+        error = self.assertRaises(Invalid, schemas.validate, 5,
                                   {"type": "string"})
         self.assertEqual("Schema error: 5 is not of type 'string'",
                          error.message)
@@ -232,8 +234,8 @@ class TwoValidatorsTests(testtools.TestCase):
         body = {"resource_class": "x", "traits": ["CUSTOM_A\ud800"]}
         fast, _slow = schemas._validators(create)
         self.assertRaises(ValueError, fast.is_valid, body)
-        error = self.assertRaises(ApiError, schemas.validate, body, create)
-        self.assertEqual(400, error.status)
+        error = self.assertRaises(Invalid, schemas.validate, body, create)
+        self.assertEqual(400, as_api_error(error).status)
         self.assertIn("is not valid under any of the given schemas",
                       error.message)
 

@@ -1,7 +1,11 @@
-"""Request schemas, declared once, and the validators built from them.
+"""The API's documents, declared once (request bodies at each version,
+and resources after a patch), and the validators built from them: the
+handlers check requests with them, the services the resources they
+patch, and ``openapi.py`` describes the API with them.
 
-Validation failures become 400s whose message starts like Ironic's
-(``Schema error: ...``) and names the offending value.
+A document that fails is :class:`~baremetal_allocclient.server.domain.
+errors.Invalid` (a 400) whose message starts like Ironic's (``Schema
+error: ...``) and names the offending value.
 
 Two validators read each schema.  jsonschema-rs decides whether an
 instance passes: a create body with three traits in 0.6 µs, where
@@ -22,28 +26,23 @@ an array, jsonschema does not).
 from __future__ import annotations
 
 import functools
-import re
-import uuid as uuidlib
 from collections.abc import Sequence
 from typing import Any
 
 import jsonschema
 import jsonschema_rs
-import os_traits  # type: ignore[import-untyped]
 
 from baremetal_allocclient import constraints, groups
 from baremetal_allocclient.server.api import versions
-from baremetal_allocclient.server.api.errors import bad_request
+from baremetal_allocclient.server.domain.errors import Invalid
+from baremetal_allocclient.server.domain.identifiers import (
+    CUSTOM_TRAIT_PATTERN,
+    NAME_MAX,
+    STANDARD_TRAITS,
+    TRAIT_MAX,
+)
 
-NAME_RE = re.compile(r"^[A-Za-z0-9\-._~]+$")
-NAME_MAX = 255
 RESOURCE_CLASS_MAX = 80
-TRAIT_MAX = 255
-# Like Ironic: a trait is a standard one from the os-traits catalogue or a
-# custom one.
-CUSTOM_TRAIT_PATTERN = f"^{os_traits.CUSTOM_NAMESPACE}[A-Z0-9_]+$"
-STANDARD_TRAITS: frozenset[str] = frozenset(os_traits.get_traits())
-
 TRAIT: dict[str, Any] = {
     "type": "string",
     "minLength": 1,
@@ -56,12 +55,6 @@ TRAIT: dict[str, Any] = {
 }
 
 
-def is_valid_trait(trait: object) -> bool:
-    """Whether ``trait`` is a standard or a custom trait name."""
-    return isinstance(trait, str) and len(trait) <= TRAIT_MAX and (
-        trait in STANDARD_TRAITS
-        or re.match(CUSTOM_TRAIT_PATTERN, trait) is not None
-    )
 _NULLABLE_STRING: dict[str, Any] = {"type": ["string", "null"]}
 _NULLABLE_OBJECT: dict[str, Any] = {"type": ["object", "null"]}
 _RESOURCE_CLASS: dict[str, Any] = {
@@ -264,23 +257,30 @@ NODE_BOOLEANS = ("automated_clean", "console_enabled", "disable_power_off",
                  "maintenance", "protected", "retired")
 
 
+def boolean(field: str, value: str | None) -> bool | None:
+    """A boolean given as a string, read as Ironic reads it (None stays
+    None); any other string is :class:`Invalid`, in Ironic's wording."""
+    if value is None:
+        return None
+    found = BOOLEAN_STRINGS.get(value.strip().lower())
+    if found is None:
+        acceptable = ", ".join(f"'{k}'" for k in sorted(BOOLEAN_STRINGS))
+        shown = value if len(value) <= 80 else f"{value[:80]}..."
+        raise Invalid(
+            f"Invalid {field}: Unrecognized value '{shown}', "
+            f"acceptable values are: {acceptable}")
+    return found
+
+
 def node_booleans(body: dict[str, Any],
                   fields: Sequence[str] = NODE_BOOLEANS) -> dict[str, Any]:
-    """``body`` with the booleans among ``fields`` given as strings read as
-    Ironic reads them; any other string is a 400 in Ironic's wording."""
+    """``body`` with the booleans among ``fields`` given as strings read
+    by :func:`boolean`."""
     result = dict(body)
     for field in fields:
         value = body.get(field)
-        if not isinstance(value, str):
-            continue
-        key = value.strip().lower()
-        if key not in BOOLEAN_STRINGS:
-            acceptable = ", ".join(f"'{k}'" for k in sorted(BOOLEAN_STRINGS))
-            shown = value if len(value) <= 80 else f"{value[:80]}..."
-            raise bad_request(
-                f"Invalid {field}: Unrecognized value '{shown}', "
-                f"acceptable values are: {acceptable}")
-        result[field] = BOOLEAN_STRINGS[key]
+        if isinstance(value, str):
+            result[field] = boolean(field, value)
     return result
 
 
@@ -391,8 +391,8 @@ MAINTENANCE: dict[str, Any] = {
 def validate(
     instance: object, schema: dict[str, Any], prefix: str = "Schema error"
 ) -> None:
-    """Raise a 400 naming the first problem when ``instance`` (JSON
-    data) is invalid (see the module's docstring for the two
+    """Raise :class:`Invalid` naming the first problem when ``instance``
+    (JSON data) is invalid (see the module's docstring for the two
     validators)."""
     checker, validator = _validators(schema)
     if _passes(checker, instance):
@@ -407,7 +407,7 @@ def validate(
             f"{message[:MAX_MESSAGE]}... (at {error.json_path}: "
             f"{error.validator} {error.validator_value!r:.60})"
         )
-    raise bad_request(f"{prefix}: {message}")
+    raise Invalid(f"{prefix}: {message}")
 
 
 def _passes(checker: Any, instance: object) -> bool:
@@ -454,65 +454,6 @@ def _with_root_cause(error: jsonschema.ValidationError) -> str:
     if cause is None:
         return error.message
     return f"{error.message}. Possible root cause: {cause}"
-
-
-def is_valid_name(value: object) -> bool:
-    """Names: RFC 3986 unreserved characters, at most 255 of them."""
-    return (
-        isinstance(value, str)
-        and len(value) <= NAME_MAX
-        and NAME_RE.match(value) is not None
-    )
-
-
-def is_uuid(value: object) -> bool:
-    """A canonical (hyphenated) UUID string."""
-    if not isinstance(value, str) or len(value) != 36:
-        return False
-    try:
-        return str(uuidlib.UUID(value)) == value.lower()
-    except ValueError:
-        return False
-
-
-#: A UUID as ``str(uuid.UUID(...))`` writes it: what clients send back
-#: and what is recognised without building a ``UUID``.
-_CANONICAL_UUID = re.compile(
-    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-
-
-def canonical_uuid(value: str) -> str:
-    """A client's UUID as stored and compared: lower case, hyphenated
-    (pure).  Databases differ in case sensitivity, so ``A1B2...`` and
-    ``a1b2...`` must reach none of them as two values.  Anything not
-    UUID-like (a name) is returned unchanged."""
-    if _CANONICAL_UUID.fullmatch(value) or not is_uuid_like(value):
-        return value
-    return str(uuidlib.UUID(value))
-
-
-def is_uuid_like(value: str) -> bool:
-    """Identifiers that are looked up as UUIDs rather than names."""
-    if _CANONICAL_UUID.fullmatch(value):
-        return True
-    try:
-        uuidlib.UUID(value)
-    except ValueError:
-        return False
-    return True
-
-
-# -- ports and VIFs --------------------------------------------------------
-#: Ironic's (oslo.utils') MAC address rule: six colon-separated octets.
-MAC_RE = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
-
-
-def normalize_mac(value: object) -> str | None:
-    """A MAC address as stored (lower case), None when it is not one
-    (pure; Ironic accepts colon-separated octets only)."""
-    if not isinstance(value, str) or MAC_RE.match(value.lower()) is None:
-        return None
-    return value.lower()
 
 
 _LOCAL_LINK_PROPERTIES: dict[str, Any] = {

@@ -1,4 +1,4 @@
-"""Project scoping: what a project member may see and do.
+"""Project scoping: what a project member may see and do (pure).
 
 The rules follow Ironic's project-scoped policy at API 1.60, reduced to two
 roles.  An admin (and everyone under ``noauth``) is unrestricted.  A member:
@@ -14,29 +14,30 @@ roles.  An admin (and everyone under ``noauth``) is unrestricted.  A member:
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
-from sqlalchemy import ColumnElement, or_
-
-from baremetal_allocclient.server.api.auth import Principal, principal_of
-from baremetal_allocclient.server.api.errors import ApiError
-from baremetal_allocclient.server.db.models import Node
+from baremetal_allocclient.server.domain.errors import Forbidden
+from baremetal_allocclient.server.domain.principal import Principal
 
 
-def principal(ctx: Any) -> Principal:
-    """The principal of a handler's request context."""
-    return principal_of(ctx.request.environ)
+@dataclass(frozen=True)
+class NodeScope:
+    """Who looks for nodes, and how they may name them."""
+
+    who: Principal
+    #: Whether a node may be named (API 1.5); else by UUID only.
+    names: bool
 
 
 def allocation_visible(who: Principal, owner: str | None) -> bool:
-    """May ``who`` see an allocation with this owner (pure)."""
+    """May ``who`` see an allocation with this owner."""
     return who.admin or (owner is not None and owner == who.project)
 
 
 def node_visible(
     who: Principal, owner: str | None, lessee: str | None
 ) -> bool:
-    """May ``who`` see a node with this owner and lessee (pure)."""
+    """May ``who`` see a node with this owner and lessee."""
     return who.admin or (
         who.project is not None and who.project in (owner, lessee)
     )
@@ -45,31 +46,22 @@ def node_visible(
 def list_owner(who: Principal, requested: str | None) -> str | None:
     """The owner filter of an allocation list: forced for members.
 
-    A member asking for another project's allocations gets a 403 (Ironic).
+    A member asking for another project's allocations is refused (Ironic).
     """
     if who.admin:
         return requested
     if requested is not None and requested != who.project:
-        raise ApiError(403, "Not authorized to list allocations of "
-                            "another project.")
+        raise Forbidden("Not authorized to list allocations of another "
+                        "project.")
     return who.project
 
 
 def create_owner(who: Principal, requested: str | None) -> str | None:
-    """The owner stored on a new allocation; a foreign one is a 403."""
+    """The owner stored on a new allocation; a foreign one is refused."""
     if who.admin:
         return requested
     if requested and requested != who.project:
-        raise ApiError(
-            403,
+        raise Forbidden(
             f"Cannot create an allocation with owner {requested}: it does "
-            f"not match the requester's project {who.project}.",
-        )
+            f"not match the requester's project {who.project}.")
     return who.project
-
-
-def node_filter(who: Principal) -> ColumnElement[bool] | None:
-    """A WHERE clause restricting nodes to visible ones; None for admins."""
-    if who.admin:
-        return None
-    return or_(Node.owner == who.project, Node.lessee == who.project)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import testtools
 
-from baremetal_allocclient.server.api import patching
-from baremetal_allocclient.server.api.errors import ApiError
+from baremetal_allocclient.server.api.errors import as_api_error
+from baremetal_allocclient.server.domain import patching
+from baremetal_allocclient.server.domain.errors import Invalid
 
 
 class ApplyTest(testtools.TestCase):
@@ -23,9 +24,9 @@ class ApplyTest(testtools.TestCase):
                       [{"op": "test", "path": "/name", "value": "z"}],
                       [{"op": "move", "path": "/x"}],
                       [{"op": "replace", "path": "no-slash", "value": 1}]):
-            error = self.assertRaises(ApiError, patching.apply,
+            error = self.assertRaises(Invalid, patching.apply,
                                       {"name": "a", "extra": {}}, patch)
-            self.assertEqual(400, error.status, patch)
+            self.assertEqual(400, as_api_error(error).status, patch)
             self.assertIn("Invalid patch: ", str(error.message), patch)
 
     def test_the_result_may_stop_being_an_object(self) -> None:

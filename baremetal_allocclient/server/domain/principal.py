@@ -1,0 +1,22 @@
+"""Who sends a request: the value every service is given."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who sends a request: an admin, or a member of one project.
+
+    ``read_only`` principals (Keystone's ``reader`` role) may only read.
+    """
+
+    user: str | None
+    project: str | None
+    admin: bool
+    read_only: bool = False
+
+
+#: Every request under ``noauth``.
+NOAUTH_ADMIN = Principal(user=None, project=None, admin=True)
