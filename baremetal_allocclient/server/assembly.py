@@ -22,8 +22,8 @@ from baremetal_allocclient.server.allocation.backends import (
 )
 from baremetal_allocclient.server.allocation.backends.base import Backend
 from baremetal_allocclient.server.allocation.lease_expiry import LeaseExpiry
+from baremetal_allocclient.server.allocation.line.rounds import QueueRounds
 from baremetal_allocclient.server.allocation.membership import Membership
-from baremetal_allocclient.server.allocation.queueing import QueueRounds
 from baremetal_allocclient.server.allocation.takeover import Takeover
 from baremetal_allocclient.server.allocation.wait_permits import (
     WaitPermits,

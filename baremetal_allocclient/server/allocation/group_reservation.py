@@ -11,7 +11,7 @@ with all of its nodes, and a node locked by one is skipped by the other.
 
 First come, first served holds for groups too: a group arrives after
 every allocation already waiting in line, so it never takes a node one
-of them gets first (:func:`line.promised_nodes`); it locks that many
+of them gets first (:func:`queries.promised_nodes`); it locks that many
 more candidates, and the nodes promised count as unavailable when the
 group is refused.
 """
@@ -28,11 +28,11 @@ from sqlalchemy.orm import Session
 
 from baremetal_allocclient import constraints
 from baremetal_allocclient.server.allocation import (
-    line,
     matching,
     reservation,
     selection,
 )
+from baremetal_allocclient.server.allocation.line import queries
 from baremetal_allocclient.server.allocation.selection import (
     AnyFilter,
     Request,
@@ -58,7 +58,7 @@ class Outcome:
 
 class _Short(Exception):
     """Internal: fewer nodes than members; roll the transaction back.
-    ``promised``: free matching nodes kept for allocations in line."""
+    ``promised``: free matching nodes kept for allocations in queries."""
 
     def __init__(self, promised: int = 0) -> None:
         super().__init__(promised)
@@ -106,14 +106,14 @@ def _reserve(session: Session, members: Sequence[Allocation],
              rng: random.Random) -> tuple[tuple[Allocation, str], ...]:
     count = len(members)
     now = utcnow()
-    waiting = line.in_line(session, request.resource_class, now)
+    waiting = queries.in_line(session, request.resource_class, now)
     top = matching.highest_node_id(session)
     # Each allocation in line is promised at most one node: locking that
     # many more leaves ``count`` for the group whenever there are enough.
     locked = reservation.lock_free_nodes(session, request, filters,
                                      rng.randint(1, max(top, 1)),
                                      count + len(waiting))
-    promised = line.promised_nodes(session, [n.id for n in locked],
+    promised = queries.promised_nodes(session, [n.id for n in locked],
                                       waiting)
     nodes = [n for n in locked if n.id not in promised][:count]
     if len(nodes) < count:

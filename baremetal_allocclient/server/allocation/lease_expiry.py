@@ -11,9 +11,9 @@ allocations by id, a page at a time, reading only id, UUID and ``extra``.
 
 :func:`expire_one` is the compare-and-set: one write transaction locks
 the node, then the allocation (the one lock order, through
-:func:`release.allocation_for_release`), decides again on what it has
+:func:`freeing.allocation_for_release`), decides again on what it has
 locked, and releases through the one release path
-(:func:`release.release_in_session`).  A renewal (a ``PATCH`` of
+(:func:`freeing.release_in_session`).  A renewal (a ``PATCH`` of
 ``extra``, which locks the allocation) is either committed before, and
 then seen, or waits and finds the allocation gone.  Two processes
 expiring the same allocation serialize on those locks: the second one
@@ -32,8 +32,8 @@ from sqlalchemy import bindparam, select
 from sqlalchemy.exc import DBAPIError
 
 from baremetal_allocclient import leases
-from baremetal_allocclient.server.allocation import release, release_rules
 from baremetal_allocclient.server.allocation.periodic import Periodic
+from baremetal_allocclient.server.allocation.release import freeing, refusals
 from baremetal_allocclient.server.allocation.states import ACTIVE, ERROR
 from baremetal_allocclient.server.db.engine import (
     Database,
@@ -94,7 +94,7 @@ def expire_one(
     """Release (or start tearing down) one allocation if, under its
     locks, its lease has still ended; None when it is gone."""
     with db.write() as session:
-        found_to_release = release.allocation_for_release(session, uuid,
+        found_to_release = freeing.allocation_for_release(session, uuid,
                                                           True)
         if found_to_release is None:
             return None
@@ -110,10 +110,10 @@ def expire_one(
                         allocation.node_id,
                         (allocation.extra or {}).get(leases.EXPIRES_KEY))
         if action == leases.Action.RELEASE:
-            if node is not None and release_rules.allocation_removal_error(
+            if node is not None and refusals.allocation_removal_error(
                     _view(node), uuid):
                 return dataclasses.replace(found, action=leases.Action.BUSY)
-            release.release_in_session(session, allocation)
+            freeing.release_in_session(session, allocation)
         elif action == leases.Action.UNDEPLOY:
             assert node is not None
             began = undeploy_seam.start_undeploy(node, utc_naive(now))
@@ -124,8 +124,8 @@ def expire_one(
         return found
 
 
-def _view(node: Node) -> release_rules.NodeView:
-    return release_rules.NodeView(node.uuid, node.provision_state,
+def _view(node: Node) -> refusals.NodeView:
+    return refusals.NodeView(node.uuid, node.provision_state,
                             node.target_provision_state,
                             bool(node.maintenance))
 

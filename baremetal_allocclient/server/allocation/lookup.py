@@ -12,7 +12,7 @@ from typing import Any, Protocol, TypeVar
 
 from sqlalchemy.orm import Session
 
-from baremetal_allocclient.server.allocation import release
+from baremetal_allocclient.server.allocation.release import freeing
 from baremetal_allocclient.server.db import lookups
 from baremetal_allocclient.server.db.driver_statements import AnyConnection
 from baremetal_allocclient.server.db.models import Allocation, Node
@@ -33,11 +33,11 @@ def find_allocation(session: Session, ident: str,
 
 
 def allocation_to_release(session: Session, ident: str,
-                          who: Principal) -> release.ToRelease:
+                          who: Principal) -> freeing.ToRelease:
     """Like :func:`find_allocation`, with its node locked first (the one
     lock order) and read for the release rules: ready to be released."""
     ident = identifiers.canonical_uuid(ident)
-    found = release.allocation_for_release(
+    found = freeing.allocation_for_release(
         session, ident, by_uuid=identifiers.is_uuid_like(ident)
     )
     visible_allocation(None if found is None else found.allocation, ident,

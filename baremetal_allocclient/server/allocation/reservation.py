@@ -44,7 +44,7 @@ from sqlalchemy.orm import Session
 
 from baremetal_allocclient import leases
 from baremetal_allocclient.server import node_states as ns
-from baremetal_allocclient.server.allocation.line import (
+from baremetal_allocclient.server.allocation.line.queries import (
     ANYONE_WAITING_BEFORE,
     NOBODY_WAITING_BEFORE,
     waiting_before,

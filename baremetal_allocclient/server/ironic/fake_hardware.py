@@ -149,10 +149,7 @@ class FakeHardware:
 
     @staticmethod
     def _release_instance(session: Session, node: Node) -> None:
-        allocation = releasing.holder_of(session, node)
-        if allocation is not None:
-            releasing.release_in_session(session, allocation)
-            session.refresh(node)
+        releasing.release_node(session, node)
         node.instance_uuid = None
         node.allocation_id = None
         node.instance_info = {}

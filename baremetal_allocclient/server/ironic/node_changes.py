@@ -202,18 +202,7 @@ def _change_instance_uuid(
         raise Invalid(f"Expected UUID for instance_uuid: {new}")
     if new is not None:
         new = identifiers.canonical_uuid(new)
-    allocation = releasing.holder_of(session, node)
-    if allocation is not None:
-        if new is not None:
-            raise Conflict(
-                f"Node {node.uuid} has allocation {allocation.uuid}; remove "
-                f"instance_uuid (or the allocation) before setting another"
-            )
-        error = releasing.instance_uuid_removal_refusal(node)
-        if error:
-            raise Conflict(error)
-        releasing.release_in_session(session, allocation)
-        session.refresh(node)
+    if releasing.release_for_instance_uuid(session, node, new):
         return
     if new is not None and node_rows.instance_taken(session, new, node.id):
         raise Conflict(

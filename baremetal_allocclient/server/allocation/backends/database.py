@@ -19,11 +19,11 @@ from sqlalchemy import ColumnElement
 
 from baremetal_allocclient.server.allocation import (
     matching,
-    queue,
     reservation,
     selection,
 )
 from baremetal_allocclient.server.allocation.backends.base import Job, Settled
+from baremetal_allocclient.server.allocation.line import waiting
 from baremetal_allocclient.server.allocation.placement import model, snapshot
 from baremetal_allocclient.server.allocation.states import ACTIVE, ERROR
 from baremetal_allocclient.server.db.driver_statements import AnyConnection
@@ -59,10 +59,10 @@ def no_node(db: Database, job: Job, reason: str) -> Settled | None:
     saying so."""
     if job.queue_deadline is None:
         return fail(db, job, reason)
-    if not queue.expired(job.queue_deadline, utcnow()):
+    if not waiting.expired(job.queue_deadline, utcnow()):
         LOG.debug("Allocation %s waits in line", job.allocation_uuid)
         return None
-    return fail(db, job, queue.expiry_reason(
+    return fail(db, job, waiting.expiry_reason(
         job.request.resource_class, job.created_at, job.queue_deadline))
 
 

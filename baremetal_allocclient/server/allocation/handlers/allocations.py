@@ -11,7 +11,9 @@ from baremetal_allocclient.server.allocation.handlers import extensions
 from baremetal_allocclient.server.allocation.handlers.services import (
     allocation_services,
 )
-from baremetal_allocclient.server.allocation.queue import view as line_view
+from baremetal_allocclient.server.allocation.line.waiting import (
+    view as line_view,
+)
 from baremetal_allocclient.server.allocation.service import (
     creating,
     records,

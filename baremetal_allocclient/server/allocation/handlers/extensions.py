@@ -23,12 +23,12 @@ from typing import Any
 
 from baremetal_allocclient import constraints, leases
 from baremetal_allocclient import groups as group_model
-from baremetal_allocclient.server.allocation import queue
 from baremetal_allocclient.server.allocation.handlers import capacity
 from baremetal_allocclient.server.allocation.handlers.services import (
     AllocationServices,
     allocation_services,
 )
+from baremetal_allocclient.server.allocation.line import waiting
 from baremetal_allocclient.server.api.context import Context
 from baremetal_allocclient.server.api.errors import bad_request
 from baremetal_allocclient.server.api.extensions import QUEUE
@@ -55,8 +55,8 @@ def queue_deadline(ctx: Context, body: dict[str, Any],
     if body.get("node"):
         raise bad_request("Waiting in line does not apply to a backfill")
     try:
-        return queue.deadline_for(now, document, rounds.max_wait)
-    except queue.QueueRequestError as exc:
+        return waiting.deadline_for(now, document, rounds.max_wait)
+    except waiting.QueueRequestError as exc:
         raise bad_request(f"Invalid queue: {exc}") from None
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Protocol, cast
 
 from baremetal_allocclient.server.allocation.backends.base import Backend
-from baremetal_allocclient.server.allocation.queueing import QueueRounds
+from baremetal_allocclient.server.allocation.line.rounds import QueueRounds
 from baremetal_allocclient.server.allocation.wait_permits import WaitPermits
 from baremetal_allocclient.server.allocation.workers import AllocationWorkers
 from baremetal_allocclient.server.api.context import Context

@@ -16,17 +16,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from baremetal_allocclient.server import node_states as ns
-from baremetal_allocclient.server.allocation import (
-    line,
-    lookup,
-    reservation,
-)
+from baremetal_allocclient.server.allocation import lookup, reservation
 from baremetal_allocclient.server.allocation.backends.base import Job
+from baremetal_allocclient.server.allocation.line import queries
 from baremetal_allocclient.server.allocation.service import committing
 from baremetal_allocclient.server.allocation.states import (
     ACTIVE,
@@ -51,7 +47,6 @@ from baremetal_allocclient.server.db.engine import (
 from baremetal_allocclient.server.db.models import (
     Allocation,
     Node,
-    NodeTrait,
     utcnow,
 )
 from baremetal_allocclient.server.domain import identifiers, policy
@@ -59,15 +54,6 @@ from baremetal_allocclient.server.domain.errors import Busy, Conflict, Invalid
 from baremetal_allocclient.server.domain.principal import Principal
 
 LOG = logging.getLogger(__name__)
-
-
-#: The nodes a request's ``candidate_nodes`` name, by UUID or by name:
-#: only what :func:`resolve_candidates` needs, in one statement however
-#: many there are (one ORM read each cost 0.2 ms of a create per
-#: candidate).
-_CANDIDATES = select(Node.uuid, Node.name, Node.owner, Node.lessee).where(
-    or_(Node.uuid.in_(bindparam("uuids", expanding=True)),
-        Node.name.in_(bindparam("names", expanding=True))))
 
 
 def resolve_candidates(
@@ -80,10 +66,9 @@ def resolve_candidates(
               for ident in map(identifiers.canonical_uuid, idents)]
     if not wanted:
         return []
-    rows = session.connection().execute(_CANDIDATES, {
-        "uuids": [ident for ident, is_uuid in wanted if is_uuid],
-        "names": [ident for ident, is_uuid in wanted if not is_uuid],
-    }).all()
+    rows = lookups.nodes_named(
+        session, [ident for ident, is_uuid in wanted if is_uuid],
+        [ident for ident, is_uuid in wanted if not is_uuid])
     # Text compares exactly on every database (db/collation.py), as here.
     by_uuid = {row.uuid: row for row in rows}
     by_name = {row.name: row for row in rows if row.name is not None}
@@ -141,8 +126,7 @@ def _instance_in_use(session: Session, given_uuid: str | None) -> str | None:
     ``instance_uuid`` fails: as in Ironic, it is stored in ``error``
     (Ironic fails it when it tries to give it a node).  The holder may
     belong to a project the caller cannot see, so it is not named."""
-    if not given_uuid or session.scalar(
-            select(Node.id).where(Node.instance_uuid == given_uuid)) is None:
+    if not given_uuid or not lookups.instance_in_use(session, given_uuid):
         return None
     return (f"Instance {given_uuid} is already associated with a node, it "
             f"cannot be associated with another node.")
@@ -260,7 +244,7 @@ def create(db: Database, workers: AllocationWorkers, permits: WaitPermits,
            scope: LineScope | None) -> Answer:
     """Store a new allocation and hand it to the workers (waiting up to
     ``wait`` seconds for it to settle, with a free permit); with
-    ``scope``, also its place in line.  One call: every input is parsed
+    ``scope``, also its place in queries.  One call: every input is parsed
     before it, and nothing between the insert and the hand-over can
     leave the row ``allocating`` with nobody working on it."""
     allocation = store(db, workers, new, who)
@@ -274,7 +258,7 @@ def hand_over(db: Database, workers: AllocationWorkers,
               scope: LineScope | None) -> Answer:
     """Give a stored ``allocating`` allocation (its slot held) to the
     workers; with ``wait`` (and a free permit) wait up to that long for
-    it to settle.  With ``scope``, also its place in line.
+    it to settle.  With ``scope``, also its place in queries.
 
     Until the workers have it, an unexpected error fails the allocation
     and gives its slot back (:meth:`AllocationWorkers.abandon`); from
@@ -310,7 +294,7 @@ def place_in_line(db: Database, allocation: AnyAllocation,
         return None
     try:
         with db.read() as session:
-            position = line.queue_position(
+            position = queries.queue_position(
                 session, allocation, utcnow(), scope.project)
     except Exception as exc:
         if not is_unavailable(exc):
@@ -432,11 +416,7 @@ def _check_backfill(
     candidates: list[str],
 ) -> None:
     """400/409 when the deployed node does not match the request."""
-    node_traits = set(
-        session.scalars(
-            select(NodeTrait.trait).where(NodeTrait.node_id == node.id)
-        )
-    )
+    node_traits = lookups.node_traits(session, node.id)
     errors = []
     if rc != node.resource_class:
         errors.append(

@@ -18,8 +18,9 @@ from sqlalchemy.orm import Session
 
 from baremetal_allocclient.constraints import Constraints, Funnel
 from baremetal_allocclient.server import schemas
-from baremetal_allocclient.server.allocation import lookup, matching, release
+from baremetal_allocclient.server.allocation import lookup, matching
 from baremetal_allocclient.server.allocation.backends.base import Backend
+from baremetal_allocclient.server.allocation.release import freeing
 from baremetal_allocclient.server.allocation.selection import Request
 from baremetal_allocclient.server.allocation.service import creating
 from baremetal_allocclient.server.db import lookups, node_lookup, paging
@@ -139,7 +140,7 @@ def node_allocation(db: Database, scope: NodeScope, node_ident: str
             node = visible_node(session, scope, node_ident)
         except NotFound as exc:
             raise Invalid(exc.message) from None
-        allocation = release.holder_of(session, node)
+        allocation = freeing.holder_of(session, node)
         if allocation is None or not policy.allocation_visible(
                 scope.who, allocation.owner):
             raise NotFound(f"Allocation for node {node_ident} was not found")

@@ -16,17 +16,14 @@ from typing import Protocol
 
 from sqlalchemy.orm import Session
 
-from baremetal_allocclient.server.allocation import (
-    lookup,
-    release,
-    release_rules,
-)
+from baremetal_allocclient.server.allocation import lookup
+from baremetal_allocclient.server.allocation.release import freeing, refusals
 from baremetal_allocclient.server.allocation.service import committing
 from baremetal_allocclient.server.db.engine import (
     CommitOutcomeUnknown,
     Database,
 )
-from baremetal_allocclient.server.db.models import Allocation, Node
+from baremetal_allocclient.server.db.models import Node
 from baremetal_allocclient.server.db.node_lookup import visible_node
 from baremetal_allocclient.server.domain import policy
 from baremetal_allocclient.server.domain.errors import (
@@ -63,7 +60,7 @@ def delete_node_allocation(db: Database, queue: Line | None,
 
 
 def node_allocation_to_release(session: Session, scope: policy.NodeScope,
-                               node_ident: str) -> release.ToRelease:
+                               node_ident: str) -> freeing.ToRelease:
     """The allocation of a node as ``scope`` may see it, locked after
     its node (:class:`Invalid` for a missing node, as in Ironic;
     :class:`NotFound` for a node without a visible allocation)."""
@@ -71,15 +68,15 @@ def node_allocation_to_release(session: Session, scope: policy.NodeScope,
         node = visible_node(session, scope, node_ident)
     except NotFound as exc:
         raise Invalid(exc.message) from None
-    allocation = release.holder_of(session, node)
+    allocation = freeing.holder_of(session, node)
     if allocation is None or not policy.allocation_visible(
             scope.who, allocation.owner):
         raise NotFound(f"Allocation for node {node_ident} was not found")
-    return release.ToRelease(allocation, _view(node))
+    return freeing.ToRelease(allocation, _view(node))
 
 
 def _delete(db: Database, queue: Line | None,
-            find: Callable[[Session], release.ToRelease]) -> None:
+            find: Callable[[Session], freeing.ToRelease]) -> None:
     # Read inside the transaction: a failed commit expires the object.
     found: list[tuple[int, str]] = []
     try:
@@ -87,11 +84,11 @@ def _delete(db: Database, queue: Line | None,
             allocation, node = find(session)
             found.append((allocation.id, allocation.uuid))
             if node is not None:
-                error = release_rules.allocation_removal_error(
+                error = refusals.allocation_removal_error(
                     node, allocation.uuid)
                 if error:
                     raise Conflict(error)
-            release.release_in_session(session, allocation)
+            freeing.release_in_session(session, allocation)
     except CommitOutcomeUnknown as exc:
         committing.resolved(db, exc,
                             committing.stored(*found[0], present=False))
@@ -100,32 +97,49 @@ def _delete(db: Database, queue: Line | None,
 
 
 # -- the Ironic wing's way in (the caller's session) --------------------
-def holder_of(session: Session, node: Node) -> Allocation | None:
-    """The allocation holding a node the caller locked, locked too."""
-    return release.holder_of(session, node)
+def release_node(session: Session, node: Node) -> bool:
+    """Delete the allocation holding ``node`` (locked by the caller), if
+    any, freeing the node in the caller's transaction (the node is read
+    again); whether there was one."""
+    allocation = freeing.holder_of(session, node)
+    if allocation is None:
+        return False
+    freeing.release_in_session(session, allocation)
+    session.refresh(node)
+    return True
 
 
-def release_in_session(session: Session, allocation: Allocation) -> None:
-    """Delete ``allocation`` and free its node in the caller's
-    transaction."""
-    release.release_in_session(session, allocation)
+def release_for_instance_uuid(session: Session, node: Node,
+                              new: str | None) -> bool:
+    """A ``PATCH`` of the ``instance_uuid`` of ``node`` (locked by the
+    caller) to ``new``: when an allocation holds the node, removing the
+    UUID releases it (:class:`Conflict` when the node's state keeps it)
+    and setting another is a conflict.  Whether an allocation held it
+    (the change is then done)."""
+    allocation = freeing.holder_of(session, node)
+    if allocation is None:
+        return False
+    if new is not None:
+        raise Conflict(
+            f"Node {node.uuid} has allocation {allocation.uuid}; remove "
+            f"instance_uuid (or the allocation) before setting another")
+    error = refusals.instance_uuid_removal_error(_view(node))
+    if error:
+        raise Conflict(error)
+    freeing.release_in_session(session, allocation)
+    session.refresh(node)
+    return True
 
 
-def _view(node: Node) -> release_rules.NodeView:
-    return release_rules.NodeView(
+def _view(node: Node) -> refusals.NodeView:
+    return refusals.NodeView(
         node.uuid, node.provision_state, node.target_provision_state,
         node.maintenance,
     )
 
 
-def instance_uuid_removal_refusal(node: Node) -> str | None:
-    """Why a ``PATCH`` removing the ``instance_uuid`` of an allocated
-    node is a 409 (None: allowed)."""
-    return release_rules.instance_uuid_removal_error(_view(node))
-
-
 def node_deletion_refusal(node: Node) -> str | None:
     """Why deleting the node (with its allocation) is a 409 (None:
     allowed)."""
-    return release_rules.node_deletion_error(
+    return refusals.node_deletion_error(
         _view(node), node.instance_uuid, node.protected)

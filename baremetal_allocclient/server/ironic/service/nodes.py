@@ -121,9 +121,7 @@ def delete(db: Database, scope: NodeScope, ident: str) -> None:
         error = releasing.node_deletion_refusal(node)
         if error:
             raise Conflict(error)
-        allocation = releasing.holder_of(session, node)
-        if allocation is not None:
-            releasing.release_in_session(session, allocation)
+        releasing.release_node(session, node)
         node_rows.delete_node(session, node)
 
 

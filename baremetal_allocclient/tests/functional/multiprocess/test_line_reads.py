@@ -2,11 +2,11 @@
 resource class ever held.
 
 Every reservation asks whether an earlier allocation waits in line
-(``line.ANYONE_WAITING_BEFORE``, a column of its lock) and, when one
-does, whether one matches its node (``line.waiting_before``); a create
+(``queries.ANYONE_WAITING_BEFORE``, a column of its lock) and, when one
+does, whether one matches its node (``queries.waiting_before``); a create
 that opted into the queue extension asks for its place in line
-(``line.queue_position``), and a group reservation reads the whole
-line (``line.in_line``).  With thousands of settled allocations in the
+(``queries.queue_position``), and a group reservation reads the whole
+line (``queries.in_line``).  With thousands of settled allocations in the
 class and two waiting, each of these must read about as many rows as
 with none settled: the rows the database itself reports reading
 (SQLite: the virtual machine's steps; PostgreSQL:
@@ -26,7 +26,8 @@ from typing import Any
 import testtools
 from sqlalchemy import insert, select
 
-from baremetal_allocclient.server.allocation import line, reservation
+from baremetal_allocclient.server.allocation import reservation
+from baremetal_allocclient.server.allocation.line import queries
 from baremetal_allocclient.server.allocation.states import ACTIVE, ALLOCATING
 from baremetal_allocclient.server.db.driver_statements import driver_statement
 from baremetal_allocclient.server.db.models import Allocation, Node, utcnow
@@ -76,17 +77,17 @@ class _LineReads(_databases.MigratedPerClass):
                                     queue_deadline=now, state=ALLOCATING)
             return {
                 "anyone waiting before": reads.of(lambda: conn.execute(
-                    select(line.ANYONE_WAITING_BEFORE),
+                    select(queries.ANYONE_WAITING_BEFORE),
                     {"q_rc": RC, "q_now": now, "q_before": last + 1}
                 ).scalar()),
-                "waiting_before": reads.of(lambda: line.waiting_before(
+                "waiting_before": reads.of(lambda: queries.waiting_before(
                     conn, last + 1, 1, RC, now)),
-                "queue_position": reads.of(lambda: line.queue_position(
+                "queue_position": reads.of(lambda: queries.queue_position(
                     session, allocation, now)),
                 "queue_position among a project": reads.of(
-                    lambda: line.queue_position(session, allocation, now,
+                    lambda: queries.queue_position(session, allocation, now,
                                                "p1")),
-                "in_line": reads.of(lambda: line.in_line(session, RC, now)),
+                "in_line": reads.of(lambda: queries.in_line(session, RC, now)),
             }
 
     def test_line_reads_do_not_grow_with_settled_allocations(self) -> None:

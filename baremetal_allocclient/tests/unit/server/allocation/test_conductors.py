@@ -26,11 +26,11 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from baremetal_allocclient.server.allocation import conductors
 from baremetal_allocclient.server.allocation import workers as workers_mod
 from baremetal_allocclient.server.allocation.backends.base import Job, Settled
+from baremetal_allocclient.server.allocation.line.rounds import QueueRounds
 from baremetal_allocclient.server.allocation.membership import (
     ConductorNameInUse,
     Membership,
 )
-from baremetal_allocclient.server.allocation.queueing import QueueRounds
 from baremetal_allocclient.server.allocation.takeover import Takeover
 from baremetal_allocclient.server.allocation.workers import AllocationWorkers
 from baremetal_allocclient.server.db.engine import (

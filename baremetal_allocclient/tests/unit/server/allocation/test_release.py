@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import testtools
 
-from baremetal_allocclient.server.allocation import release_rules as release
-from baremetal_allocclient.server.allocation.release_rules import NodeView
+from baremetal_allocclient.server.allocation.release import refusals
+from baremetal_allocclient.server.allocation.release.refusals import NodeView
 
 
 def node(state: str, target: str | None = None,
@@ -27,7 +27,7 @@ class AllocationRemovalTests(testtools.TestCase):
             (node("error"), None),
         ]
         for view, expected in cases:
-            error = release.allocation_removal_error(view, "a-uuid")
+            error = refusals.allocation_removal_error(view, "a-uuid")
             if expected is None:
                 self.assertIsNone(error, str(view))
             else:
@@ -47,7 +47,7 @@ class InstanceUuidRemovalTests(testtools.TestCase):
             (node("deploying", "active"), True),
         ]
         for view, refused in cases:
-            error = release.instance_uuid_removal_error(view)
+            error = refusals.instance_uuid_removal_error(view)
             self.assertEqual(refused, error is not None, str(view))
 
 
@@ -62,7 +62,7 @@ class NodeDeletionTests(testtools.TestCase):
             (node("available", maintenance=True), None, True, "protected"),
         ]
         for view, instance, protected, expected in cases:
-            error = release.node_deletion_error(view, instance, protected)
+            error = refusals.node_deletion_error(view, instance, protected)
             if expected is None:
                 self.assertIsNone(error)
             else:

@@ -13,10 +13,10 @@ from sqlalchemy.schema import CreateTable
 
 from baremetal_allocclient.server.allocation import (
     matching,
-    release,
     reservation,
     selection,
 )
+from baremetal_allocclient.server.allocation.release import freeing
 from baremetal_allocclient.server.db import lookups
 from baremetal_allocclient.server.db.engine import SchemaOutOfDate
 from baremetal_allocclient.server.db.models import (
@@ -167,7 +167,7 @@ class ReservationTests(DbTestCase):
         with self.db.write() as session:
             top = session.get(Allocation, self.alloc_ids[1])
             assert top is not None
-            release.release_in_session(session, top)
+            freeing.release_in_session(session, top)
         with self.db.write() as session:
             fresh = Allocation(uuid="a-new", state="allocating",
                                resource_class="rc", traits=[],
@@ -181,7 +181,7 @@ class ReservationTests(DbTestCase):
         with self.db.write() as session:
             alloc = session.get(Allocation, self.alloc_ids[0])
             assert alloc is not None
-            release.release_in_session(session, alloc)
+            freeing.release_in_session(session, alloc)
         with self.db.read() as session:
             node = session.get(Node, self.node_id)
             assert node is not None

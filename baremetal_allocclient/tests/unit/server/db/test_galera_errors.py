@@ -29,7 +29,7 @@ from baremetal_allocclient import leases
 from baremetal_allocclient.server.allocation import conductors
 from baremetal_allocclient.server.allocation import workers as workers_mod
 from baremetal_allocclient.server.allocation.lease_expiry import LeaseExpiry
-from baremetal_allocclient.server.allocation.queueing import QueueRounds
+from baremetal_allocclient.server.allocation.line.rounds import QueueRounds
 from baremetal_allocclient.server.allocation.takeover import Takeover
 from baremetal_allocclient.server.allocation.workers import AllocationWorkers
 from baremetal_allocclient.server.db.engine import (

@@ -9,11 +9,12 @@ import random
 import testtools
 from sqlalchemy import delete, select
 
-from baremetal_allocclient.server.allocation import release, selection
+from baremetal_allocclient.server.allocation import selection
 from baremetal_allocclient.server.allocation.backends.base import Job, Settled
 from baremetal_allocclient.server.allocation.backends.database import (
     DatabaseBackend,
 )
+from baremetal_allocclient.server.allocation.release import freeing
 from baremetal_allocclient.server.db.models import (
     Allocation,
     Node,
@@ -90,7 +91,7 @@ class DatabaseBackendTests(testtools.TestCase):
             with self.db.write() as session:
                 alloc = session.scalars(select(Allocation).where(
                     Allocation.uuid == uuid)).one()
-                release.release_in_session(session, alloc)
+                freeing.release_in_session(session, alloc)
 
     def test_a_node_named_like_the_allocation_is_preferred(self) -> None:
         for _ in range(5):
@@ -100,7 +101,7 @@ class DatabaseBackendTests(testtools.TestCase):
             with self.db.write() as session:
                 alloc = session.scalars(select(Allocation).where(
                     Allocation.uuid == "named")).one()
-                release.release_in_session(session, alloc)
+                freeing.release_in_session(session, alloc)
 
     def test_no_match_reports_the_stored_error(self) -> None:
         report = self.backend.allocate(

@@ -17,7 +17,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session
 
-from baremetal_allocclient.server.allocation.release_rules import NodeView
+from baremetal_allocclient.server.allocation.release.refusals import NodeView
 from baremetal_allocclient.server.db.lookups import (
     allocation_by_id,
     allocation_by_ident,

@@ -1,11 +1,11 @@
-"""Queue rounds: serve this process's allocations waiting in line.
+"""Queue rounds: serve this process's allocations waiting in queries.
 
 Every process that owns waiting allocations (its ``conductor_affinity``)
 runs rounds over them, in arrival order: the ones past their queue
 deadline are failed, and, in every resource class with a free node, the
 others are tried again.  First come, first served holds across processes
 because the reservation itself refuses a node that an earlier waiting
-allocation matches (``line.waiting_before``), whoever tries it.
+allocation matches (``queries.waiting_before``), whoever tries it.
 
 A round runs every ``interval`` seconds, and at once when this process
 frees a node (:meth:`QueueRounds.wake`); other processes' releases are
@@ -19,12 +19,8 @@ import logging
 
 from sqlalchemy.exc import DBAPIError
 
-from baremetal_allocclient.server.allocation import (
-    line,
-    queue,
-    reservation,
-    selection,
-)
+from baremetal_allocclient.server.allocation import reservation, selection
+from baremetal_allocclient.server.allocation.line import queries, waiting
 from baremetal_allocclient.server.allocation.periodic import Periodic
 from baremetal_allocclient.server.allocation.states import ACTIVE
 from baremetal_allocclient.server.allocation.workers import AllocationWorkers
@@ -42,8 +38,8 @@ class QueueRounds:
     """Runs :meth:`run_once` every ``interval`` seconds or when woken."""
 
     def __init__(self, db: Database, workers: AllocationWorkers,
-                 interval: float = queue.DEFAULT_INTERVAL,
-                 max_wait: float = queue.DEFAULT_MAX_WAIT) -> None:
+                 interval: float = waiting.DEFAULT_INTERVAL,
+                 max_wait: float = waiting.DEFAULT_MAX_WAIT) -> None:
         self._db = db
         self._workers = workers
         self.interval = interval
@@ -70,19 +66,19 @@ class QueueRounds:
         now = utcnow()
         free: dict[str | None, int] = {}
         for allocation_id, uuid, rc, deadline, created in (
-            line.queued_rows(self._db, self._workers.affinity)
+            queries.queued_rows(self._db, self._workers.affinity)
         ):
             if self._periodic.stopping:
                 break
             if self._workers.is_inflight(allocation_id):
                 continue  # a worker has it right now
             try:
-                if queue.expired(deadline, now):
+                if waiting.expired(deadline, now):
                     settled += self._expire(allocation_id, uuid, rc,
                                             deadline, created)
                     continue
                 if rc not in free:
-                    free[rc] = line.free_node_count(self._db, rc)
+                    free[rc] = queries.free_node_count(self._db, rc)
                 if free[rc] <= 0:
                     continue
                 outcome = self._workers.process(allocation_id, uuid)
@@ -103,7 +99,7 @@ class QueueRounds:
     def _expire(self, allocation_id: int, uuid: str, rc: str | None,
                 deadline: datetime.datetime,
                 created: datetime.datetime) -> int:
-        reason = queue.expiry_reason(rc, created, deadline)
+        reason = waiting.expiry_reason(rc, created, deadline)
         if reservation.fail_allocation(
             self._db, allocation_id, uuid, self._workers.affinity,
             selection.failure_message(uuid, reason),

@@ -18,7 +18,7 @@ import pymysql
 import testtools
 from sqlalchemy.exc import OperationalError
 
-from baremetal_allocclient.server.allocation import commit_check
+from baremetal_allocclient.server.allocation.service import committing
 from baremetal_allocclient.server.db.engine import CommitOutcomeUnknown
 from baremetal_allocclient.tests.fixtures.wsgi import WsgiApp
 from baremetal_allocclient.tests.unit.server._sqlite import SQLiteDatabase
@@ -118,7 +118,7 @@ class LostCommitTests(testtools.TestCase):
         uuid = self.create()
         unreachable = mock.patch.object(
             self.db, "read", side_effect=_LOST)
-        quick = mock.patch.object(commit_check, "VERIFY_FOR", 0.3)
+        quick = mock.patch.object(committing, "VERIFY_FOR", 0.3)
         with self.lose_commit(applied=True), unreachable, quick:
             resp = self.client.delete(f"/v1/allocations/{uuid}",
                                       headers=LATEST)

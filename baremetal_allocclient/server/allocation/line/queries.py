@@ -21,7 +21,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session
 
-from baremetal_allocclient.server.allocation import queue as queue_logic
+from baremetal_allocclient.server.allocation.line import waiting
 from baremetal_allocclient.server.allocation.matching import (
     filter_params,
     predicates,
@@ -122,17 +122,18 @@ def in_line(session: Session, resource_class: str,
 
 
 def promised_nodes(session: Session, node_ids: Sequence[int],
-                   waiting: Sequence[Request]) -> set[int]:
+                   waiters: Sequence[Request]) -> set[int]:
     """Which of ``node_ids`` (free, locked by the caller) the
-    allocations ``waiting`` in line get first: each, in arrival order,
+    allocations ``waiters`` in line get first: each, in arrival order,
     is promised the first node it matches that no earlier one was
-    (:func:`baremetal_allocclient.server.allocation.queue.promise`)."""
-    if not node_ids or not waiting:
+    (:func:`baremetal_allocclient.server.allocation.line.waiting.
+    promise`)."""
+    if not node_ids or not waiters:
         return set()
     conn = session.connection()
     matches = [_matching_nodes(conn, node_ids, request)
-               for request in waiting]
-    return queue_logic.promise(node_ids, matches)
+               for request in waiters]
+    return waiting.promise(node_ids, matches)
 
 
 def waiting_before(conn: Any, allocation_id: int, node_id: int,
