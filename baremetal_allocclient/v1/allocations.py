@@ -42,23 +42,6 @@ def pointer(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
 
-def strings(name: str, values: Iterable[str] | None) -> list[str] | None:
-    """``values`` as a list of non-empty strings (InvalidArgument else)."""
-    if values is None:
-        return None
-    if isinstance(values, str):
-        raise exceptions.InvalidArgument(
-            f"{name} must be a list of strings, not one string"
-        )
-    items = list(values)
-    for item in items:
-        if not isinstance(item, str) or not item:
-            raise exceptions.InvalidArgument(
-                f"{name} must contain non-empty strings, got {item!r}"
-            )
-    return items
-
-
 def fields_feature(
     fields: Sequence[str] | None, default: versions.Feature
 ) -> versions.Feature:
@@ -119,7 +102,7 @@ def update(
             {"op": "add", "path": "/extra/" + pointer(key),
              "value": value}
         )
-    removed = strings("unset_extra", unset_extra) or []
+    removed = resources.strings("unset_extra", unset_extra) or []
     for key in removed:
         patch.append({"op": "remove", "path": "/extra/" + pointer(key)})
     if not patch:

@@ -34,9 +34,14 @@ if TYPE_CHECKING:
 
     from keystoneauth1 import adapter as ks_adapter
     from keystoneauth1 import session as ks_session
+    from typing_extensions import Unpack
 
     from baremetal_allocclient.constraints import Constraints
     from baremetal_allocclient.v1 import budget, leasing, retries
+    from baremetal_allocclient.v1.request import (
+        AllocationRequest,
+        RequestFields,
+    )
 
 __all__ = ["CAPACITY_PATH", "CLIENT_NAME", "SERVICE_TYPE", "UNSET", "Client",
            "VersionArg"]
@@ -288,42 +293,37 @@ class Client(ApiSession):
 
     def create_allocation(
         self,
-        resource_class: str | None = None,
+        request: AllocationRequest | str | None = None,
         *,
-        traits: Iterable[str] = (),
-        candidate_nodes: Iterable[str] = (),
-        name: str | None = None,
-        uuid: str | None = None,
-        extra: Mapping[str, Any] | None = None,
-        node: str | None = None,
-        owner: str | None = None,
         prefer_wait: float | None = None,
         deadline: budget.Deadline | None = None,
-        constraints: Constraints | None = None,
-        lease: datetime.timedelta | str | None = None,
-        queue: bool = False,
+        **fields: Unpack[RequestFields],
     ) -> Allocation:
         """Request a node: ``POST /v1/allocations``.
 
-        Without ``uuid`` the client chooses one (a random UUID), so the
+        ``request`` is an :class:`~baremetal_allocclient.v1.AllocationRequest`
+        (what to allocate: resource class, traits, constraints, lease,
+        ...); or give its fields as keyword arguments, the resource class
+        first: ``create_allocation("baremetal", traits=["CUSTOM_GPU"])``
+        (:class:`~baremetal_allocclient.v1.request.RequestFields`).
+
+        Without a ``uuid`` the client chooses one (a random UUID), so the
         request can be repeated safely: when an answer is lost (connection
         reset, timeout, 503) the create is sent again, and if the server
         answers 409 because the first attempt did create that UUID, the
         existing allocation is fetched and returned.  One call makes at
-        most one allocation.
-
-        ``constraints`` (forbidden traits, node properties, conductor
-        group, shard, node owner/lessee, node name) go to a server that
-        advertises the constraints extension; otherwise the SDK selects
-        the nodes first and sends them as ``candidate_nodes``, raising
-        NoMatchingNodes, before creating anything, when none qualify
-        (see :mod:`~baremetal_allocclient.v1.selecting`).
+        most one allocation.  A lease starts with the call.
 
         The server answers at once with the allocation in ``allocating``;
-        use :meth:`wait_for_allocation` or :meth:`allocate`.  ``node``
-        backfills an allocation for a node that is already deployed (API
-        1.58); ``resource_class`` may then be omitted.  ``owner`` needs
-        API 1.60.
+        use :meth:`wait_for_allocation` or :meth:`allocate`.  With
+        ``node`` (a backfill, API 1.58) ``resource_class`` may be
+        omitted; ``owner`` needs API 1.60.  With ``queue`` the allocation
+        stays ``allocating`` in the server's line until a matching node
+        is free, at most what is left of ``deadline`` (or the server's
+        maximum without one); then it ends in ``error``.  That needs the
+        reference server's queue extension (:meth:`supports_queue`):
+        against Ironic it raises InvalidArgument; :meth:`allocate`
+        retries instead.
 
         ``prefer_wait`` (whole seconds) sends ``Prefer: wait=N`` (RFC
         7240): the reference server then holds its answer until the
@@ -337,29 +337,12 @@ class Client(ApiSession):
         ``deadline``, the current operation's (:func:`budget.current`)
         applies.  A failure's ``outcome_unknown`` says whether the
         allocation may have been made.
-
-        ``lease`` (a ``timedelta`` or ``"2h"``, ``"1h30m"``...) records
-        when the allocation should be given back, in ``extra`` (see
-        :mod:`baremetal_allocclient.leases`); :meth:`expire` or ``serve
-        --expire-leases`` release it after that.
-
-        ``queue`` asks to wait in line for capacity: the allocation stays
-        ``allocating`` until a matching node is free, first come first
-        served, at most what is left of ``deadline`` (or the server's
-        maximum without one); then it ends in ``error``.  It needs the
-        reference server's queue extension (:meth:`supports_queue`);
-        against Ironic it raises InvalidArgument: use
-        :meth:`allocate` with ``queue=True``, which retries instead.
         """
         from baremetal_allocclient.v1 import creating
+        from baremetal_allocclient.v1.request import requested
 
-        return creating.create(
-            self, resource_class, traits=traits,
-            candidate_nodes=candidate_nodes, name=name, uuid=uuid,
-            extra=extra, node=node, owner=owner, prefer_wait=prefer_wait,
-            deadline=deadline, constraints=constraints, lease=lease,
-            queue=queue,
-        )
+        return creating.create(self, requested(request, fields),
+                               prefer_wait=prefer_wait, deadline=deadline)
 
     def get_allocation(
         self, ident: str, *, fields: Sequence[str] | None = None
@@ -532,24 +515,22 @@ class Client(ApiSession):
 
     def explain(
         self,
-        resource_class: str,
-        *,
-        traits: Iterable[str] = (),
-        candidate_nodes: Iterable[str] = (),
-        owner: str | None = None,
-        constraints: Constraints | None = None,
+        request: AllocationRequest | str | None = None,
+        **fields: Unpack[RequestFields],
     ) -> dict[str, Any]:
         """The selection funnel of an allocation request, reserving
         nothing: ``{"resource_class", "funnel": [{"step", "count"}...],
         "candidates", "first_empty"}``.  One request on the reference
-        server; computed from the node list on Ironic."""
-        from baremetal_allocclient.v1 import explaining
+        server; computed from the node list on Ironic.
 
-        return explaining.explain(
-            self, resource_class, traits=traits,
-            candidate_nodes=candidate_nodes, owner=owner,
-            constraints=constraints,
-        )
+        ``request`` as in :meth:`create_allocation`; its selection
+        (resource class, traits, candidate nodes, owner, constraints)
+        is explained, its other fields are not used.
+        """
+        from baremetal_allocclient.v1 import explaining
+        from baremetal_allocclient.v1.request import requested
+
+        return explaining.explain(self, requested(request, fields))
 
     def get_allocation_capacity(
         self, resource_class: str | None = None,
@@ -627,22 +608,17 @@ class Client(ApiSession):
 
     def allocate(
         self,
-        resource_class: str | None = None,
+        request: AllocationRequest | str | None = None,
         *,
-        traits: Iterable[str] = (),
-        candidate_nodes: Iterable[str] = (),
-        name: str | None = None,
-        uuid: str | None = None,
-        extra: Mapping[str, Any] | None = None,
-        node: str | None = None,
-        owner: str | None = None,
         timeout: float | None = waiting.DEFAULT_TIMEOUT,
         on_progress: waiting.ProgressCallback | None = None,
-        constraints: Constraints | None = None,
-        lease: datetime.timedelta | str | None = None,
-        queue: bool = False,
+        **fields: Unpack[RequestFields],
     ) -> Allocation:
         """Create an allocation and wait until it is ``active``.
+
+        ``request`` as in :meth:`create_allocation`:
+        ``allocate("baremetal", traits=["CUSTOM_GPU"], timeout=60)`` or
+        ``allocate(AllocationRequest("baremetal"), timeout=60)``.
 
         ``timeout`` is the whole budget, from the create to the last poll
         (every request and retry included, the extension discovery
@@ -650,8 +626,7 @@ class Client(ApiSession):
         to answer once the allocation settled (``Prefer: wait``, within
         the budget), so on the reference server this is usually one
         request; polling takes over when the answer is still
-        ``allocating``.  ``constraints`` and ``lease``: see
-        :meth:`create_allocation` (the lease starts with the create).
+        ``allocating``.  A lease starts with the call.
 
         If anything fails (``error`` state, timeout, an error, Ctrl-C
         (KeyboardInterrupt) or SIGTERM), the allocation is deleted before
@@ -662,61 +637,47 @@ class Client(ApiSession):
         its default action): after the delete the process ends as SIGTERM
         would have ended it.
 
-        ``queue=True`` waits for capacity within the same ``timeout``: on
-        a server with the queue extension (:meth:`supports_queue`) the
-        allocation waits in its first-come-first-served line; elsewhere
-        (Ironic) an allocation that failed for want of a free node is
-        deleted and created again after a pause (backoff with jitter)
-        until the budget ends, and a warning says that first come, first
-        served is not guaranteed there.  Running out of time raises
-        WaitTimeout, having deleted the allocation, so it leaves the line.
+        A request with ``queue`` waits for capacity within the same
+        ``timeout``: on a server with the queue extension
+        (:meth:`supports_queue`) the allocation waits in its
+        first-come-first-served line; elsewhere (Ironic) an allocation
+        that failed for want of a free node is deleted and created again
+        after a pause (backoff with jitter) until the budget ends, and a
+        warning says that first come, first served is not guaranteed
+        there.  Running out of time raises WaitTimeout, having deleted
+        the allocation, so it leaves the line.
         """
-        from baremetal_allocclient import leases
-        from baremetal_allocclient.v1 import creating, reservation
+        from baremetal_allocclient.v1 import reservation
+        from baremetal_allocclient.v1.request import requested
 
-        if lease is not None:
-            extra = leases.with_lease(extra, creating.lease_duration(lease),
-                                      leases.utcnow())
-        request = reservation.Request(
-            resource_class=resource_class, traits=tuple(traits),
-            candidate_nodes=tuple(candidate_nodes), name=name, uuid=uuid,
-            extra=dict(extra) if extra is not None else None, node=node,
-            owner=owner,
-            constraints=constraints,
-        )
-        return reservation.allocate(self, request, timeout=timeout,
-                                    on_progress=on_progress, queue=queue)
+        return reservation.allocate(self, requested(request, fields),
+                                    timeout=timeout, on_progress=on_progress)
 
     # -- groups (v1/grouping.py) ----------------------------------------
 
     def allocate_group(
         self,
         count: int,
-        resource_class: str,
+        request: AllocationRequest | str | None = None,
         *,
-        name: str | None = None,
-        traits: Iterable[str] = (),
-        candidate_nodes: Iterable[str] = (),
-        extra: Mapping[str, Any] | None = None,
-        owner: str | None = None,
         timeout: float | None = waiting.DEFAULT_TIMEOUT,
         on_progress: waiting.ProgressCallback | None = None,
-        constraints: Constraints | None = None,
-        lease: datetime.timedelta | str | None = None,
+        **fields: Unpack[RequestFields],
     ) -> list[Allocation]:
         """Reserve ``count`` nodes, all or nothing: return ``count``
         ``active`` allocations on distinct nodes, or raise GroupFailed
         after deleting every allocation made for the group.
 
-        The selection arguments are those of :meth:`allocate`.  ``name``
-        names the group: the members are then ``NAME-0`` ..
+        ``request`` as in :meth:`allocate` (a resource class is required;
+        ``uuid``, ``node`` and ``queue`` do not apply: InvalidArgument).
+        Its ``name`` names the group: the members are then ``NAME-0`` ..
         ``NAME-<count-1>`` and carry the group in ``extra``
         (``baremetal_alloc_group``, ``baremetal_alloc_group_size``), so
         :meth:`list_allocations` (``group=``) and :meth:`release_group`
         find them on any server.  ``timeout`` bounds the whole operation.
-        ``lease`` (see :meth:`create_allocation`) gives every member the
-        same lease, starting with the request; each member expires on
-        its own (:meth:`expire`), and :meth:`renew_lease` renews one.
+        A lease gives every member the same lease, starting with the
+        call; each member expires on its own (:meth:`expire`), and
+        :meth:`renew_lease` renews one.
 
         On a server advertising the groups extension the nodes are
         reserved in one transaction; elsewhere (Ironic) the members are
@@ -729,12 +690,11 @@ class Client(ApiSession):
                 ``left`` lists members that could not be deleted.
         """
         from baremetal_allocclient.v1 import grouping
+        from baremetal_allocclient.v1.request import requested
 
         return grouping.allocate_group(
-            self, count, resource_class, name=name, traits=traits,
-            candidate_nodes=candidate_nodes, extra=extra, owner=owner,
-            timeout=timeout, on_progress=on_progress,
-            constraints=constraints, lease=lease,
+            self, count, requested(request, fields), timeout=timeout,
+            on_progress=on_progress,
         )
 
     def list_group(self, name: str) -> list[Allocation]:

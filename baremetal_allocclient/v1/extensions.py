@@ -15,7 +15,7 @@ def supports_constraints(session: Session) -> bool:
     """Whether the server evaluates constraints itself."""
     from baremetal_allocclient.v1 import selecting
 
-    return selecting.extension_advertised(session._v1_document())
+    return selecting.server_evaluates(session)
 
 
 def supports_groups(session: Session) -> bool:

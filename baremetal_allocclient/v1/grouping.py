@@ -25,25 +25,25 @@ import dataclasses
 import datetime
 import logging
 import uuid as uuidlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from baremetal_allocclient import exceptions, extension_names, groups, leases
 from baremetal_allocclient.v1 import (
     allocations,
     budget,
-    creating,
     extensions,
     interrupts,
     reservation,
     versions,
     waiting,
 )
+from baremetal_allocclient.v1.request import lease_duration
 from baremetal_allocclient.v1.resources import Allocation
 
 if TYPE_CHECKING:
-    from baremetal_allocclient.constraints import Constraints
     from baremetal_allocclient.v1.protocol import AllocationClient, Session
+    from baremetal_allocclient.v1.request import AllocationRequest
 
 LOG = logging.getLogger(__name__)
 
@@ -52,31 +52,31 @@ LOG = logging.getLogger(__name__)
 extension_advertised = extensions.groups_advertised
 
 
-def wire_body(request: reservation.Request, count: int,
+def wire_body(request: AllocationRequest, count: int,
               uuids: Sequence[str]) -> dict[str, Any]:
     """The ``POST /v1/allocation_groups`` body (pure); ``request.name``
     is the group's name."""
-    body: dict[str, Any] = {"count": count, "uuids": list(uuids),
-                            "resource_class": request.resource_class}
-    for key, value in (("traits", list(request.traits)),
-                       ("candidate_nodes", list(request.candidate_nodes)),
-                       ("name", request.name), ("owner", request.owner),
-                       ("extra", dict(request.extra or {}))):
-        if value:
-            body[key] = value
-    if request.constraints:
-        body["constraints"] = request.constraints.to_wire()
-    return body
+    return {"count": count, "uuids": list(uuids), **request.body()}
 
 
-def member_requests(request: reservation.Request, count: int,
-                    uuids: Sequence[str]) -> list[reservation.Request]:
+def member_requests(request: AllocationRequest, count: int,
+                    uuids: Sequence[str]) -> list[AllocationRequest]:
     """What each member asks for when the client makes the group (pure):
     the same selection, ``NAME-i`` and the group's marks in extra."""
     names = groups.member_names(request.name, count)
     extra = groups.member_extra(request.extra, request.name, count)
     return [dataclasses.replace(request, name=name, uuid=uuid, extra=extra)
             for name, uuid in zip(names, uuids, strict=True)]
+
+
+def request_problem(request: AllocationRequest) -> str | None:
+    """Why a request cannot be a group's (pure), or None."""
+    if request.resource_class is None:
+        return "a group needs a resource_class"
+    for field in ("uuid", "node", "queue"):
+        if getattr(request, field):
+            return f"{field} does not apply to a group"
+    return None
 
 
 def failure_reason(count: int, members: Sequence[Allocation],
@@ -104,7 +104,7 @@ class GroupRun:
     """One group operation and everything it may have made."""
 
     def __init__(self, client: AllocationClient,
-                 request: reservation.Request,
+                 request: AllocationRequest,
                  count: int, deadline: budget.Deadline,
                  on_progress: waiting.ProgressCallback | None = None
                  ) -> None:
@@ -112,11 +112,16 @@ class GroupRun:
             groups.check(count, request.name)
         except groups.GroupError as exc:
             raise exceptions.InvalidArgument(str(exc)) from None
+        problem = request_problem(request)
+        if problem:
+            raise exceptions.InvalidArgument(problem)
         self.client = client
-        self.request = request
         self.count = count
         self.run = reservation.Reservation(client, request, deadline,
                                            on_progress)
+        #: The group's request, its lease recorded (the same end for
+        #: every member).
+        self.request = self.run.request
         self.uuids = [str(uuidlib.uuid4()) for _ in range(count)]
 
     def make(self) -> list[Allocation]:
@@ -192,28 +197,12 @@ HEADERS = {extension_names.EXTENSION_HEADER: groups.EXTENSION}
 def allocate_group(
     client: AllocationClient,
     count: int,
-    resource_class: str,
+    request: AllocationRequest,
     *,
-    name: str | None = None,
-    traits: Iterable[str] = (),
-    candidate_nodes: Iterable[str] = (),
-    extra: Mapping[str, Any] | None = None,
-    owner: str | None = None,
     timeout: float | None = waiting.DEFAULT_TIMEOUT,
     on_progress: waiting.ProgressCallback | None = None,
-    constraints: Constraints | None = None,
-    lease: datetime.timedelta | str | None = None,
 ) -> list[Allocation]:
     """The work of :meth:`Client.allocate_group` (see there)."""
-    if lease is not None:
-        extra = leases.with_lease(extra, creating.lease_duration(lease),
-                                  leases.utcnow())
-    request = reservation.Request(
-        resource_class=resource_class, traits=tuple(traits),
-        candidate_nodes=tuple(candidate_nodes), name=name,
-        extra=dict(extra) if extra is not None else None, owner=owner,
-        constraints=constraints,
-    )
     deadline = client.deadline(timeout)
     with budget.bounded(deadline), \
             interrupts.sigterm_raises() as installed:
@@ -274,7 +263,7 @@ def renew_group(
     client: AllocationClient, name: str, lease: datetime.timedelta | str
 ) -> list[Allocation]:
     """The work of :meth:`Client.renew_group` (see there)."""
-    extra = leases.lease_extra(creating.lease_duration(lease),
+    extra = leases.lease_extra(lease_duration(lease),
                                leases.utcnow())
     renewed: list[Allocation] = []
     failures: list[str] = []

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from baremetal_allocclient import exceptions, leases
-from baremetal_allocclient.v1 import creating
+from baremetal_allocclient.v1.request import lease_duration
 from baremetal_allocclient.v1.resources import Allocation
 
 if TYPE_CHECKING:
@@ -211,4 +211,4 @@ def renew_lease(
     ident = allocation.ident if isinstance(
         allocation, Allocation) else allocation
     return client.update_allocation(ident, set_extra=leases.lease_extra(
-        creating.lease_duration(lease), leases.utcnow()))
+        lease_duration(lease), leases.utcnow()))

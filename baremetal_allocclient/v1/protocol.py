@@ -9,7 +9,8 @@ Two protocols, one over the other:
 * :class:`AllocationClient`: a session plus the allocation calls.  The
   workflows built from those calls (``reservation``, ``grouping``,
   ``leasing``) use it, so a caller can hand them any object with these
-  calls (the command line's tests hand them a fake).
+  calls (the command line's tests hand them a fake).  A create takes the
+  whole :class:`~baremetal_allocclient.v1.request.AllocationRequest`.
 
 :class:`~baremetal_allocclient.v1.client.Client` satisfies both (its
 session part through :class:`~baremetal_allocclient.v1.session.ApiSession`)
@@ -31,8 +32,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     import random
 
-    from baremetal_allocclient.constraints import Constraints
     from baremetal_allocclient.v1 import budget, transport, waiting
+    from baremetal_allocclient.v1.request import AllocationRequest
     from baremetal_allocclient.v1.resources import Allocation, Node
 
 
@@ -69,13 +70,9 @@ class AllocationClient(Session, Protocol):
     :class:`~baremetal_allocclient.v1.client.Client` for each one)."""
 
     def create_allocation(
-        self, resource_class: str | None = None, *,
-        traits: Iterable[str] = (), candidate_nodes: Iterable[str] = (),
-        name: str | None = None, uuid: str | None = None,
-        extra: Mapping[str, Any] | None = None, node: str | None = None,
-        owner: str | None = None, prefer_wait: float | None = None,
+        self, request: AllocationRequest, /, *,
+        prefer_wait: float | None = None,
         deadline: budget.Deadline | None = None,
-        constraints: Constraints | None = None, queue: bool = False,
     ) -> Allocation:
         """``POST /v1/allocations``, safe to repeat."""
 

@@ -22,16 +22,16 @@ import dataclasses
 import logging
 import time
 import uuid as uuidlib
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from baremetal_allocclient import exceptions, leases
 from baremetal_allocclient.v1 import budget, interrupts, queueing, waiting
 from baremetal_allocclient.v1.resources import Allocation
 
 if TYPE_CHECKING:
-    from baremetal_allocclient.constraints import Constraints
     from baremetal_allocclient.v1.protocol import AllocationClient
+    from baremetal_allocclient.v1.request import AllocationRequest
 
 LOG = logging.getLogger(__name__)
 
@@ -44,21 +44,6 @@ CLEANUP_TIMEOUT = 10.0
 #: Pause before deleting again a create that was cut off in flight and
 #: looked missing: its request may still have been on its way.
 IN_FLIGHT_RECHECK = 0.25
-
-
-@dataclasses.dataclass(frozen=True)
-class Request:
-    """What each created allocation asks for (create_allocation's args)."""
-
-    resource_class: str | None = None
-    traits: tuple[str, ...] = ()
-    candidate_nodes: tuple[str, ...] = ()
-    name: str | None = None
-    uuid: str | None = None
-    extra: Mapping[str, Any] | None = None
-    node: str | None = None
-    owner: str | None = None
-    constraints: Constraints | None = None
 
 
 @dataclasses.dataclass
@@ -90,18 +75,17 @@ class Reservation:
     def __init__(
         self,
         client: AllocationClient,
-        request: Request,
+        request: AllocationRequest,
         deadline: budget.Deadline,
         on_progress: waiting.ProgressCallback | None = None,
-        *,
-        queue: bool = False,
     ) -> None:
         self.client = client
-        self.request = request
+        #: What each create asks for (``queue``: in the server's line),
+        #: its lease recorded from now, so every allocation of this
+        #: operation has the same lease end.
+        self.request = request.stamped(leases.utcnow())
         self.deadline = deadline
         self.on_progress = on_progress
-        #: Wait in the server's line for capacity (its queue extension).
-        self.queue = queue
         #: Earlier attempts of this call that found no free node and were
         #: deleted (waiting for capacity against a server without a line).
         self.retries = 0
@@ -180,19 +164,14 @@ class Reservation:
         """Read what the server offers (``GET /v1``, once per client)
         before any UUID is recorded, when the create needs it: an
         interruption meanwhile then leaves nothing to report."""
-        if self.queue or self.request.constraints:
+        if self.request.queue or self.request.constraints:
             with budget.bounded(self.deadline):
                 self.client.supports_constraints()
 
     def _create_one(self, uuid: str, prefer: float | None) -> Allocation:
-        request = self.request
         return self.client.create_allocation(
-            request.resource_class, traits=request.traits,
-            candidate_nodes=request.candidate_nodes, name=request.name,
-            uuid=uuid, extra=request.extra, node=request.node,
-            owner=request.owner, prefer_wait=prefer,
-            deadline=self.deadline, constraints=request.constraints,
-            queue=self.queue,
+            dataclasses.replace(self.request, uuid=uuid),
+            prefer_wait=prefer, deadline=self.deadline,
         )
 
     def wait(self) -> list[Allocation]:
@@ -314,21 +293,22 @@ class Reservation:
 
 
 def allocate(
-    client: AllocationClient, request: Request, *,
+    client: AllocationClient, request: AllocationRequest, *,
     timeout: float | None = waiting.DEFAULT_TIMEOUT,
     on_progress: waiting.ProgressCallback | None = None,
-    queue: bool = False,
 ) -> Allocation:
     """The work of :meth:`Client.allocate` (see there): one allocation
     made ``active``, or nothing left behind."""
     deadline = client.deadline(timeout)
     with budget.bounded(deadline), interrupts.sigterm_raises():
-        in_line = (queue and request.node is None
+        in_line = (request.queue and request.node is None
                    and client.supports_queue())
-        run = Reservation(client, request, deadline, on_progress,
-                          queue=in_line)
+        run = Reservation(client,
+                          dataclasses.replace(request, queue=in_line),
+                          deadline, on_progress)
         try:
-            return run.settle_one(retry_capacity=queue and not in_line)
+            return run.settle_one(
+                retry_capacity=request.queue and not in_line)
         except BaseException as exc:
             report = run.release()
             for ident, reason in report.failed:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import types
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
 
 from baremetal_allocclient import base_errors
@@ -356,6 +356,23 @@ class Node(_Resource):
 def columns(resource: type[_Resource]) -> tuple[tuple[str, str], ...]:
     """Return ``(wire name, label)`` pairs for a resource, for tables."""
     return tuple((spec.wire, spec.label) for spec in resource.field_specs())
+
+
+def strings(name: str, values: Iterable[str] | None) -> list[str] | None:
+    """``values`` as a list of non-empty strings (InvalidArgument else)."""
+    if values is None:
+        return None
+    if isinstance(values, str):
+        raise base_errors.InvalidArgument(
+            f"{name} must be a list of strings, not one string"
+        )
+    items = list(values)
+    for item in items:
+        if not isinstance(item, str) or not item:
+            raise base_errors.InvalidArgument(
+                f"{name} must contain non-empty strings, got {item!r}"
+            )
+    return items
 
 
 def validate_fields(

@@ -7,7 +7,8 @@ allocation (``X-Baremetal-Alloc-Extensions: constraints``) and asks
 ``POST /v1/allocation_explain`` for the funnel.  Against Ironic the SDK
 lists the nodes of the resource class (one paged query, server-side
 filters, ``fields``), applies :mod:`baremetal_allocclient.constraints`
-and creates the allocation with the survivors as ``candidate_nodes``.
+and creates the allocation with the survivors as ``candidate_nodes``
+(:func:`constrain` decides, for every create).
 A node can change between the listing and Ironic's reservation; Ironic
 re-checks the resource class, state, traits and candidates, not the
 other constraints.
@@ -17,10 +18,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from baremetal_allocclient import constraints, exceptions
 from baremetal_allocclient.v1 import pagination, transport, versions
+
+if TYPE_CHECKING:
+    from baremetal_allocclient.v1.protocol import Session
+    from baremetal_allocclient.v1.request import AllocationRequest
 
 #: Listing nodes with every field the funnel reads (lessee: 1.65).
 NODE_SELECTION = versions.Feature(
@@ -57,6 +62,13 @@ def extension_advertised(doc: Any) -> bool:
     entry = found.get(constraints.EXTENSION) if isinstance(
         found, Mapping) else None
     return isinstance(entry, Mapping) and entry.get("version") == 1
+
+
+def server_evaluates(session: Session) -> bool:
+    """Whether the server evaluates constraints (it advertises the
+    extension), or this client's funnel must: the one decision, for a
+    create (:func:`constrain`) and an explain."""
+    return extension_advertised(session._v1_document())
 
 
 def list_filters(selection: constraints.Selection, narrow: bool
@@ -141,17 +153,6 @@ def funnel_from_document(selection: constraints.Selection,
             "first_empty": doc.get("first_empty")}
 
 
-def selection_of(body: Mapping[str, Any],
-                 wanted: constraints.Constraints) -> constraints.Selection:
-    """The selection an allocation body (or an explain request) asks
-    for, with ``wanted`` (pure)."""
-    return constraints.Selection(
-        resource_class=str(body.get("resource_class") or ""),
-        traits=tuple(body.get("traits") or ()),
-        candidate_nodes=tuple(body.get("candidate_nodes") or ()),
-        owner=body.get("owner"), constraints=wanted)
-
-
 def prefilter(tp: transport.Transport,
               selection: constraints.Selection) -> Plan:
     """Client-side selection: one narrow paged listing; only when
@@ -163,3 +164,29 @@ def prefilter(tp: transport.Transport,
     except exceptions.NoMatchingNodes:
         broad = list(iter_nodes(tp, list_filters(selection, False)))
         return plan(selection, broad)
+
+
+def constrain(session: Session, request: AllocationRequest
+              ) -> tuple[AllocationRequest, list[str]]:
+    """The constraints step of a create: the request to send and the
+    extensions it opts into.  On a server that advertises the
+    constraints extension the request goes as it is (its body carries
+    the constraints); elsewhere the nodes are selected here
+    (:func:`prefilter`) and the request goes without constraints, the
+    survivors as its candidate nodes, named like the preferred node
+    when it has no name of its own (Ironic tries that node first)."""
+    if not request.constraints:
+        return request, []
+    if request.node is not None:
+        raise exceptions.InvalidArgument(
+            "constraints do not apply to a backfill (node)")
+    if server_evaluates(session):
+        return request, [constraints.EXTENSION]
+    wanted = request.constraints
+    plan = prefilter(session._transport, request.selection())
+    # With require_node_name the plan holds that one node only.
+    name = request.name
+    if plan.preferred and name is None:
+        name = wanted.node_name
+    return dataclasses.replace(request, candidate_nodes=plan.candidates,
+                               name=name, constraints=None), []

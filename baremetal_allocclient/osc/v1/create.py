@@ -22,6 +22,7 @@ from baremetal_allocclient.osc.v1 import (
     group_options,
     lease_options,
     parsing,
+    request_options,
 )
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ class CreateAllocation(base.AllocationCommand, base.IronicclientColumns,
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
         self._parser = parser
-        _add_request_options(parser)
+        request_options.add_request_options(parser)
         _add_wait_options(parser)
         constraint_options.add_constraint_options(parser)
         lease_options.add_lease_option(parser)
@@ -149,68 +150,6 @@ class CreateAllocation(base.AllocationCommand, base.IronicclientColumns,
         words = [getattr(self.app, "NAME", "baremetal-alloc")]
         words += [*name.split()[:-1], "delete", *uuids]
         return " ".join(words)
-
-
-def _add_request_options(parser: argparse.ArgumentParser) -> None:
-    """What to allocate: resource class, traits, name, extra, backfill."""
-    parser.add_argument(
-        "--resource-class",
-        metavar="<resource-class>",
-        type=parsing.non_empty,
-        help="Resource class the node must have (required unless "
-        "--node is given).",
-    )
-    parser.add_argument(
-        "--trait",
-        dest="traits",
-        action="append",
-        type=parsing.trait,
-        default=[],
-        metavar="<trait>",
-        help="Trait the node must have: a standard trait (os-traits) "
-        "or CUSTOM_<NAME> in capitals. Repeat for several.",
-    )
-    parser.add_argument(
-        "--candidate-node",
-        dest="candidate_nodes",
-        action="append",
-        default=[],
-        metavar="<node>",
-        help="Only pick among these nodes (name or UUID). Repeat for "
-        "several.",
-    )
-    parser.add_argument(
-        "--name",
-        metavar="<name>",
-        type=parsing.non_empty,
-        help="Unique name of the allocation.",
-    )
-    parser.add_argument(
-        "--uuid",
-        metavar="<uuid>",
-        help="UUID of the allocation (default: chosen by the client, "
-        "so that a create retried after a lost answer cannot make a "
-        "second allocation).",
-    )
-    parser.add_argument(
-        "--owner",
-        metavar="<owner>",
-        help="Project owning the allocation (API 1.60).",
-    )
-    parser.add_argument(
-        "--extra",
-        action="append",
-        type=parsing.key_value,
-        default=[],
-        metavar="<key=value>",
-        help="Arbitrary metadata to record. Repeat for several.",
-    )
-    parser.add_argument(
-        "--node",
-        metavar="<node>",
-        help="Backfill: record an allocation for this already deployed "
-        "node (name or UUID) instead of picking one (API 1.58).",
-    )
 
 
 def _add_wait_options(parser: argparse.ArgumentParser) -> None:

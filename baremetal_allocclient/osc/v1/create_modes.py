@@ -26,13 +26,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NoReturn, TextIO
 
-from baremetal_allocclient.osc.v1 import (
-    base,
-    constraint_options,
-    group_options,
-    lease_options,
-    parsing,
-)
+from baremetal_allocclient.osc.v1 import base, group_options, request_options
 
 if TYPE_CHECKING:
     from baremetal_allocclient import exceptions
@@ -98,9 +92,10 @@ def reserve(
     count = parsed_args.count or 1
     in_line = capacity and server_line(ctx, count)
     reporter = progress.for_stream(ctx.stderr) if waits else None
+    request = request_options.request_from_args(ctx.parser, parsed_args)
     run = reservation.Reservation(
-        ctx.client, request(ctx.parser, parsed_args), deadline, reporter,
-        queue=in_line,
+        ctx.client, dataclasses.replace(request, queue=in_line), deadline,
+        reporter,
     )
     mode = choose(waits, retry_capacity=capacity and not in_line)
     with interrupts.sigterm_raises():
@@ -153,12 +148,13 @@ def make_group(
 
     errors = base.exceptions_module()
     group_request = dataclasses.replace(
-        request(ctx.parser, parsed_args), name=parsed_args.group)
+        request_options.request_from_args(ctx.parser, parsed_args),
+        name=parsed_args.group)
     try:
         with interrupts.sigterm_raises():
-            made = group_options.create_group(
-                ctx.client, group_request, parsed_args.count or 1,
-                parsed_args.wait_timeout or None)
+            made = ctx.client.allocate_group(
+                parsed_args.count or 1, group_request,
+                timeout=parsed_args.wait_timeout or None)
     except errors.GroupFailed as exc:
         raise base.CommandFailed(str(exc)) from exc
     except (KeyboardInterrupt, errors.Terminated) as exc:
@@ -166,29 +162,6 @@ def make_group(
             parsed_args.group, getattr(exc, "group_left", ())))
         raise SystemExit(interrupts.exit_status(exc)) from None
     return made
-
-
-def request(
-    parser: argparse.ArgumentParser, parsed_args: argparse.Namespace
-) -> reservation_module.Request:
-    """The SDK's request for the command line (a bad constraint value is
-    a usage error)."""
-    from baremetal_allocclient.v1 import reservation
-
-    return reservation.Request(
-        resource_class=parsed_args.resource_class,
-        traits=tuple(parsed_args.traits),
-        candidate_nodes=tuple(parsed_args.candidate_nodes),
-        name=parsed_args.name,
-        uuid=parsed_args.uuid,
-        extra=lease_options.extra_with_lease(
-            parsing.merge_key_values(parsed_args.extra), parsed_args.lease,
-        ) or None,
-        node=parsed_args.node,
-        owner=parsed_args.owner,
-        constraints=constraint_options.constraints_from_args(
-            parser, parsed_args) or None,
-    )
 
 
 def after_interrupt(

@@ -12,10 +12,9 @@ from typing import Any
 
 from cliff import lister
 
-from baremetal_allocclient.osc.v1 import base, parsing
+from baremetal_allocclient.osc.v1 import base, parsing, request_options
 from baremetal_allocclient.osc.v1.constraint_options import (
     add_constraint_options,
-    constraints_from_args,
 )
 
 COLUMNS = ("Step", "Count", "Emptied")
@@ -58,10 +57,5 @@ class ExplainAllocation(base.AllocationCommand, lister.Lister):
         self, parsed_args: argparse.Namespace
     ) -> tuple[Sequence[str], Iterable[Sequence[Any]]]:
         doc = base.client(self).explain(
-            parsed_args.resource_class,
-            traits=parsed_args.traits,
-            candidate_nodes=parsed_args.candidate_nodes,
-            owner=parsed_args.owner,
-            constraints=constraints_from_args(self._parser, parsed_args),
-        )
+            request_options.request_from_args(self._parser, parsed_args))
         return COLUMNS, funnel_rows(doc)

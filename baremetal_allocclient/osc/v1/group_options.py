@@ -14,8 +14,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from baremetal_allocclient.v1 import Allocation, Client
-    from baremetal_allocclient.v1 import reservation as reservation_module
+    from baremetal_allocclient.v1 import Client
 
 
 def group_name(text: str) -> str:
@@ -71,16 +70,6 @@ def create_problem(parsed_args: argparse.Namespace) -> str | None:
         return ("-f shell describes one allocation; a group is a list of "
                 "allocations, use another format")
     return None
-
-
-def create_group(client: Client, request: reservation_module.Request,
-                 count: int, timeout: float | None) -> list[Allocation]:
-    """Run the group; a GroupFailed propagates with its reason."""
-    return client.allocate_group(
-        count, str(request.resource_class), name=request.name,
-        traits=request.traits, candidate_nodes=request.candidate_nodes,
-        extra=request.extra, owner=request.owner, timeout=timeout,
-        constraints=request.constraints)
 
 
 def interrupted_message(group: str | None,

@@ -1,4 +1,6 @@
-"""``create --lease``: the option and its value in the allocation's extra.
+"""``create --lease``: the option (the SDK records the lease in the
+allocation's extra, see
+:meth:`~baremetal_allocclient.v1.request.AllocationRequest.stamped`).
 
 The ``renew`` and ``expire`` commands are in :mod:`.leases`.
 """
@@ -6,8 +8,6 @@ The ``renew`` and ``expire`` commands are in :mod:`.leases`.
 from __future__ import annotations
 
 import argparse
-import datetime
-from typing import Any
 
 from baremetal_allocclient import leases
 from baremetal_allocclient.osc.v1 import parsing
@@ -25,10 +25,3 @@ def add_lease_option(parser: argparse.ArgumentParser) -> None:
         "'baremetal-alloc-server serve --expire-leases' releases it then. "
         "Renew with 'renew'.",
     )
-
-
-def extra_with_lease(
-    extra: dict[str, str], lease: datetime.timedelta | None
-) -> dict[str, Any]:
-    """``--extra`` values plus the lease keys (``--lease`` wins)."""
-    return leases.with_lease(extra, lease, leases.utcnow()) or {}

@@ -5,9 +5,10 @@ writes the names in ``sys.modules`` to a file at exit, against the
 reference server on loopback. (``-X importtime`` would not do: it misses
 the modules imported with ``importlib.import_module``, as the command
 modules are.) The modules of other verbs (create's
-modes, constraints, leases, groups, capacity, explain, completion, the
-progress reporter), authentication plugins, openstacksdk's config loader
-and, unless a table is printed, the table libraries must be absent.
+modes and request options, the SDK's request, constraints, leases,
+groups, capacity, explain, completion, the progress reporter),
+authentication plugins, openstacksdk's config loader and, unless a table
+is printed, the table libraries must be absent.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ NOT_FOR_LIST = (
     "baremetal_allocclient.osc.v1.create_modes",
     "baremetal_allocclient.osc.v1.constraint_options",
     "baremetal_allocclient.osc.v1.lease_options",
+    "baremetal_allocclient.osc.v1.request_options",
     "baremetal_allocclient.osc.v1.leases",
     "baremetal_allocclient.osc.v1.capacity",
     "baremetal_allocclient.osc.v1.explain",
@@ -52,6 +54,7 @@ TABLE_ONLY = ("wcwidth",)
 #: among them: it declares the types of ``Client``'s signatures and
 #: imports only the standard library.)
 SDK_LAZY = (
+    "baremetal_allocclient.v1.request",
     "baremetal_allocclient.v1.grouping",
     "baremetal_allocclient.v1.reservation",
     "baremetal_allocclient.v1.queueing",

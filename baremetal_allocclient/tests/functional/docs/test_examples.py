@@ -273,6 +273,14 @@ class DocumentedExamplesTest(_DocsServer):
         self.assertEqual("0 allocations left", lines[2])
         self.assertNothingAllocated()
 
+    def test_sdk_one_request(self) -> None:
+        out = self.ok("sdk/one_request.py", env=self.client_env)
+        # node-0 and node-2 have the GPU and 128 GiB.
+        self.assertEqual(["2 nodes qualify", "unnamed: lease ends in 2h",
+                          "gpu-pair-0 gpu-pair-1", "released 2"],
+                         out.splitlines())
+        self.assertNothingAllocated()
+
     def test_sdk_from_cloud(self) -> None:
         clouds = os.path.join(self.workdir, "clouds.yaml")
         with open(clouds, "w", encoding="utf-8") as stream:

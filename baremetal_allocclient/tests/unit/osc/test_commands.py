@@ -6,6 +6,7 @@ options become SDK calls, without a server.
 
 from __future__ import annotations
 
+import datetime
 import io
 import json
 import logging
@@ -15,8 +16,9 @@ from unittest import mock
 
 import testtools
 
-from baremetal_allocclient import exceptions, shell
-from baremetal_allocclient.v1 import Allocation, budget
+from baremetal_allocclient import exceptions, leases, shell
+from baremetal_allocclient.constraints import Constraints
+from baremetal_allocclient.v1 import Allocation, AllocationRequest, budget
 
 
 def _alloc(uuid: str, state: str = "active", **kw: Any) -> Allocation:
@@ -87,6 +89,11 @@ class FakeClient:
     def update_allocation(self, ident: str, **kw: Any) -> Allocation:
         self._record("update_allocation", ident, **kw)
         return _alloc(ident)
+
+    def explain(self, *args: Any, **kw: Any) -> dict[str, Any]:
+        self._record("explain", *args, **kw)
+        return {"resource_class": "rc", "first_empty": None,
+                "funnel": [{"step": "resource_class", "count": 1}]}
 
 
 class CommandTestCase(testtools.TestCase):
@@ -197,14 +204,45 @@ class TestOptionsToCalls(CommandTestCase):
             "--owner", "p", "--extra", "a=1", "--extra", "a=2", "-f", "json")
         self.assertEqual(0, code)
         _, args, kw = self.client.calls[0]
-        self.assertEqual(("rc",), args)
+        self.assertEqual((AllocationRequest(
+            "rc", traits=("T1", "T2"), candidate_nodes=("n1",), name="x",
+            uuid="u", extra={"a": "2"}, node=None, owner="p",
+            constraints=None, lease=None, queue=False),), args)
         self.assertIsNone(kw.pop("deadline").seconds)
-        self.assertEqual({
-            "traits": ("T1", "T2"), "candidate_nodes": ("n1",), "name": "x",
-            "uuid": "u", "extra": {"a": "2"}, "node": None, "owner": "p",
-            "prefer_wait": None, "constraints": None, "queue": False,
-        }, kw)
+        self.assertEqual({"prefer_wait": None}, kw)
         self.assertEqual("u1", json.loads(out)["uuid"])
+
+    def test_every_allocation_of_a_create_has_the_same_lease_end(
+            self) -> None:
+        before = leases.utcnow()
+        code, _, _ = self.run_cli(
+            "create", "--resource-class", "rc", "--count", "3", "--lease",
+            "2h", "--extra", "k=v", "-f", "value")
+        self.assertEqual(0, code)
+        requests = [args[0] for name, args, _ in self.client.calls
+                    if name == "create_allocation"]
+        self.assertEqual(3, len(requests))
+        self.assertEqual([None] * 3, [r.lease for r in requests])
+        extras = [dict(r.extra or {}) for r in requests]
+        self.assertEqual([extras[0]] * 3, extras)
+        end = leases.parse_timestamp(extras[0].pop(leases.EXPIRES_KEY))
+        self.assertEqual({"k": "v", leases.DURATION_KEY: "2h"}, extras[0])
+        two_hours = datetime.timedelta(hours=2)
+        self.assertLessEqual(before + two_hours, end + datetime.timedelta(
+            seconds=1))
+        self.assertLessEqual(end, leases.utcnow() + two_hours
+                             + datetime.timedelta(seconds=1))
+
+    def test_explain_options(self) -> None:
+        code, out, _ = self.run_cli(
+            "explain", "--resource-class", "rc", "--trait", "CUSTOM_A",
+            "--candidate-node", "n1", "--owner", "p", "--shard", "s",
+            "-f", "value")
+        self.assertEqual(0, code)
+        self.assertEqual("resource_class 1 False\n", out)
+        self.assertEqual([("explain", (AllocationRequest(
+            "rc", traits=("CUSTOM_A",), candidate_nodes=("n1",), owner="p",
+            constraints=Constraints(shard="s")),), {})], self.client.calls)
 
     def test_one_waited_create_asks_the_server_to_hold_the_answer(
             self) -> None:

@@ -11,6 +11,7 @@ import testtools
 
 from baremetal_allocclient import exceptions, shell
 from baremetal_allocclient.tests.unit.osc import test_commands
+from baremetal_allocclient.v1 import AllocationRequest
 from baremetal_allocclient.v1.resources import Allocation
 
 
@@ -20,12 +21,12 @@ class GroupClient(test_commands.FakeClient):
         self.group_error: Exception | None = None
         self.released: list[str] = []
 
-    def allocate_group(self, count: int, rc: str, **kw: Any
-                       ) -> list[Allocation]:
-        self._record("allocate_group", count, rc, **kw)
+    def allocate_group(self, count: int, request: AllocationRequest,
+                       **kw: Any) -> list[Allocation]:
+        self._record("allocate_group", count, request, **kw)
         if self.group_error is not None:
             raise self.group_error
-        return [test_commands._alloc(f"u{i}", name=f"{kw['name']}-{i}")
+        return [test_commands._alloc(f"u{i}", name=f"{request.name}-{i}")
                 for i in range(count)]
 
     def release_group(self, name: str) -> list[str]:
@@ -70,10 +71,10 @@ class GroupOptionsTest(test_commands.CommandTestCase):
             "-c", "name")
         self.assertEqual(0, code)
         self.assertEqual(["g-0", "g-1"], out.split())
-        (_name, args, kw), = self.client.calls
-        self.assertEqual((2, "rc"), args)
+        (_name, (count, request), kw), = self.client.calls
+        self.assertEqual((2, "rc"), (count, request.resource_class))
         self.assertEqual(("g", ("CUSTOM_X",), 30.0),
-                         (kw["name"], kw["traits"], kw["timeout"]))
+                         (request.name, request.traits, kw["timeout"]))
 
     def test_a_failed_group_says_why_and_exits_1(self) -> None:
         self.client.group_error = exceptions.GroupFailed(

@@ -8,7 +8,7 @@ import testtools
 from baremetal_allocclient import exceptions, groups
 from baremetal_allocclient.constraints import Constraints
 from baremetal_allocclient.v1 import grouping
-from baremetal_allocclient.v1.reservation import Request
+from baremetal_allocclient.v1.request import AllocationRequest as Request
 from baremetal_allocclient.v1.resources import Allocation
 
 
