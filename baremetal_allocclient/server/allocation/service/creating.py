@@ -8,7 +8,6 @@ the ``Database``); rows are given to the handlers to render.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import logging
 import uuid as uuidlib
@@ -155,7 +154,7 @@ def store(db: Database, workers: AllocationWorkers, new: NewAllocation,
     none is free), its owner as ``who`` may set it.  The slot stays taken
     for an ``allocating`` one (the caller hands it to the workers), and
     is given back otherwise."""
-    new = dataclasses.replace(new, owner=policy.create_owner(who, new.owner))
+    owner = policy.create_owner(who, new.owner)
     uuid = new.uuid or str(uuidlib.uuid4())
     if not workers.try_reserve_slot():
         raise Busy("The server is busy processing allocations, retry later")
@@ -163,12 +162,12 @@ def store(db: Database, workers: AllocationWorkers, new: NewAllocation,
     try:
         if new.candidate_nodes or new.uuid is not None:
             with db.write() as session:
-                allocation = _row(new, uuid, workers.affinity,
+                allocation = _row(new, uuid, owner, workers.affinity,
                                   *_checked(session, who, new))
                 reservation.insert_allocation(session, allocation)
         else:  # nothing to look up: no ORM session
             with db.write_connection() as conn:
-                allocation = _row(new, uuid, workers.affinity, [], None)
+                allocation = _row(new, uuid, owner, workers.affinity, [], None)
                 reservation.insert_allocation(conn, allocation)
         stored = True
     except IntegrityError:
@@ -194,7 +193,7 @@ def _checked(session: Session, who: Principal, new: NewAllocation
     return candidates, _instance_in_use(session, new.uuid)
 
 
-def _row(new: NewAllocation, uuid: str, affinity: str,
+def _row(new: NewAllocation, uuid: str, owner: str | None, affinity: str,
          candidates: list[str], failed: str | None) -> AllocationRow:
     """The allocation to insert: ``allocating``, or ``error`` saying
     ``failed``."""
@@ -207,7 +206,7 @@ def _row(new: NewAllocation, uuid: str, affinity: str,
         traits=new.traits,
         candidate_nodes=candidates,
         extra=new.extra,
-        owner=new.owner,
+        owner=owner,
         constraints=new.constraints,
         conductor_affinity=affinity,
         queue_deadline=new.queue_deadline,
