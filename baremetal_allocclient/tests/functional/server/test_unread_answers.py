@@ -161,12 +161,15 @@ class UnreadAnswerTests(testtools.TestCase):
                 break
             time.sleep(0.1)
         grown = most - before
-        span = max(answered.values()) - min(answered.values())
+        first, last = min(answered.values()), max(answered.values())
+        cut = [when for when, still_open in held if still_open < UNREAD]
         print(f"\n{UNREAD} unread answers of /v1/nodes (begun over "
-              f"{span:.1f} s): GET /v1 in {latency} s; memory "
+              f"{last - first:.1f} s): GET /v1 in {latency} s; memory "
               f"{before >> 20} MiB -> {most >> 20} MiB (+"
-              f"{grown / UNREAD / 1024:.0f} KiB each); open at the end: "
-              f"{held[-1][1]}", file=sys.stderr)
+              f"{grown / UNREAD / 1024:.0f} KiB each); first closed "
+              f"{(cut or [first])[0] - first:.1f} s after the first answer, "
+              f"all {held[-1][0] - last:.1f} s after the last; open at the "
+              f"end: {held[-1][1]}", file=sys.stderr)
         self.assertEqual(UNREAD, len(answered))
         self.assertIsNotNone(latency)
         assert latency is not None
