@@ -25,8 +25,8 @@ Usage (from the repository root)::
 
     .venv/bin/python -m benchmarks.blank_lines        # ~4 minutes
 
-A copy of the summary goes to ``benchmarks/results-local/blank_lines.json``
-(not tracked by git).
+The raw run goes to ``benchmarks/results/blank-lines-<time>.json`` (not
+committed; ``--output``, see :mod:`benchmarks.rawruns`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
-import json
 import multiprocessing
 import os
 import resource
@@ -51,10 +50,8 @@ from typing import Any
 import psutil
 import requests
 
-from benchmarks import load, reference
+from benchmarks import load, rawruns, reference
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-RESULTS = os.path.join(HERE, "results-local")
 RC = "bench"
 
 
@@ -239,6 +236,7 @@ def main() -> int:
     parser.add_argument("--every", type=float, default=2.0)
     parser.add_argument("--seconds", type=float, default=90.0)
     parser.add_argument("--timeout", type=float, default=5.0)
+    rawruns.add_option(parser, "blank-lines")
     args = parser.parse_args()
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
@@ -246,11 +244,10 @@ def main() -> int:
     out = measure(args)
     lines = summary(out, args)
     print("\n".join(lines))
-    os.makedirs(RESULTS, exist_ok=True)
-    with open(os.path.join(RESULTS, "blank_lines.json"), "w") as stream:
-        json.dump({"started": started.isoformat(timespec="seconds"),
-                   "arguments": vars(args), "load_average": os.getloadavg(),
-                   "results": out, "summary": lines}, stream, indent=2)
+    rawruns.write_json(args.output, {
+        "started": started.isoformat(timespec="seconds"),
+        "arguments": vars(args), "load_average": os.getloadavg(),
+        "results": out, "summary": lines})
     return 0
 
 

@@ -26,9 +26,9 @@ Usage (from the repository root)::
     .venv/bin/python -m benchmarks.steady_memory --requests 100000
     .venv/bin/python -m benchmarks.steady_memory --requests 1000000
 
-A copy of the summary goes to
-``benchmarks/results-local/steady_memory-<requests>.json`` (not
-tracked by git).
+The raw run (every sample) goes to
+``benchmarks/results/steady-memory-<time>.json`` (not committed;
+``--output``, see :mod:`benchmarks.rawruns`).
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ import argparse
 import collections
 import datetime
 import itertools
-import json
 import os
 import shutil
 import sys
@@ -51,10 +50,8 @@ from typing import Any
 import psutil
 import requests
 
-from benchmarks import load, reference
+from benchmarks import load, rawruns, reference
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-RESULTS = os.path.join(HERE, "results-local")
 RC = "bench"
 MISSING_RC = "no-such-class"
 
@@ -249,17 +246,16 @@ def main() -> int:
     parser.add_argument("--every", type=float, default=0.5)
     parser.add_argument("--bound", type=float, default=16.0,
                         help="MiB the RSS may rise after the warm-up")
+    rawruns.add_option(parser, "steady-memory")
     args = parser.parse_args()
     started = datetime.datetime.now(datetime.timezone.utc)
     out = measure(args)
     lines = summary_lines(out)
     print("\n".join(lines))
-    os.makedirs(RESULTS, exist_ok=True)
-    path = os.path.join(RESULTS, f"steady_memory-{args.requests}.json")
-    with open(path, "w") as stream:
-        json.dump({"started": started.isoformat(timespec="seconds"),
-                   "arguments": vars(args), "load_average": os.getloadavg(),
-                   "summary": lines, **out}, stream, indent=2)
+    rawruns.write_json(args.output, {
+        "started": started.isoformat(timespec="seconds"),
+        "arguments": vars(args), "load_average": os.getloadavg(),
+        "summary": lines, **out})
     return 0 if out["flat"] else 1
 
 
