@@ -125,14 +125,17 @@ def _api_group() -> list[Option]:
             "request_timeout", type=Seconds(), default=30.0,
             help="A request's line, headers and body must have arrived "
                  "within this many seconds of the connection's opening (of "
-                 "its first byte on a kept-alive connection), or the server "
-                 "answers 408 and closes it; slow clients hold no request "
-                 "thread meanwhile."),
+                 "its first byte that is not white space on a kept-alive "
+                 "connection), or the server answers 408 and closes it; "
+                 "blank lines and empty requests do not restart it; slow "
+                 "clients hold no request thread meanwhile."),
             dest="request_timeout", metavar="SECONDS"),
         _option("api", cfg.Opt(
             "idle_timeout", type=Seconds(), default=60.0,
-            help="Close a kept-alive connection that sent nothing for this "
-                 "long."), dest="idle_timeout", metavar="SECONDS"),
+            help="From the moment an answer is ready, its client must "
+                 "take it and begin its next request within this many "
+                 "seconds, or the connection is closed; blank lines do not "
+                 "begin one."), dest="idle_timeout", metavar="SECONDS"),
         _option("api", cfg.Opt(
             "connection_limit", type=Count(1), default=4096,
             help="Open connections at most; beyond that new ones wait in "

@@ -1,22 +1,59 @@
-"""A deadline for receiving each request, checked by the I/O loop.
+"""The deadlines of a connection, checked by the I/O loop.
 
-waitress's own ``channel_timeout`` closes a connection only after that
-long *without a byte*; a client that sends a byte every few seconds
-defeats it.  :class:`DeadlineChannel` remembers when the request being
-received began (the connection's opening for its first request, the
-first byte for the later ones on a kept-alive connection), and
-:class:`DeadlineServer`'s periodic maintenance answers 408 and closes
-every connection whose request is older than the deadline.  A request
-being served, and the idle time between two requests, are not counted
-(the latter is bounded by ``channel_timeout``).
+waitress's own ``channel_timeout`` closes a connection after that long
+*without a byte*, so a client sending a blank line every few seconds
+defeated it, and (issue 52) such blank lines also restarted the request
+clock: waitress's parser completes an "empty request" on ``\\r\\n\\r\\n``.
+And it only *asks* for the close, which the loop acts on once the socket
+takes output; a client that does not read never let it (its connection
+and the answer queued for it stayed open for good).
+
+Here a connection is at every moment in one of four phases, each with
+its own clock (:func:`verdict`, a pure function of :class:`State`):
+
+receiving
+    The request's line, headers and body must arrive whole within
+    ``request_timeout`` of the connection's opening (its first request)
+    or of the request's first byte that is not white space (the blank
+    lines RFC 7230, section 3.5 lets a client send before a request
+    start nothing).  Past it the server answers 408 and closes.
+serving
+    A request thread runs; the application bounds that.  Only a thread
+    waiting for the client to take output over waitress's high
+    watermark is bounded: no byte taken for ``idle_timeout`` closes the
+    connection, and the thread's next write ends its request.
+idle
+    From the moment an answer is ready (its request thread finished),
+    the client must take it and begin its next request within
+    ``idle_timeout``; bytes that begin no request (blank lines, empty
+    requests) do not reset that clock.  Past it the connection is closed.
+closing
+    A connection that was told to close (408 sent, ``Connection:
+    close``) is closed at ``idle_timeout`` after its last answer, taken
+    or not.
+
+A close decided here is done at once, not asked for, and is a reset
+when the client has not taken all it was sent (:meth:`DeadlineChannel.drop`):
+a graceful close would leave the kernel holding the unsent answer (0.3
+MB of a 0.4 MB list to a client that never read) until it gave up on
+the client.
 """
 
 from __future__ import annotations
 
+import contextlib
+import enum
+import fcntl
+import socket
+import struct
+import termios
+import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from waitress.channel import HTTPChannel
+from waitress.parser import HTTPRequestParser
 from waitress.server import TcpWSGIServer
 
 from baremetal_allocclient.server.frontend import sending
@@ -30,36 +67,146 @@ TIMEOUT_RESPONSE = (
 )
 
 
+_RESET = struct.pack("ii", 1, 0)  # SO_LINGER on, 0 s: close() resets
+
+
+def unsent(sock: socket.socket) -> int:
+    """Bytes the kernel still holds for ``sock``'s peer (sent but not
+    acknowledged, or not sent); 0 where the system does not say (the
+    ``SIOCOUTQ`` ioctl, ``TIOCOUTQ`` by its terminal name)."""
+    try:
+        queued = fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0" * 4)
+    except (OSError, ValueError):
+        return 0
+    count: int = struct.unpack("i", queued)[0]
+    return count
+
+
+class Verdict(enum.Enum):
+    KEEP = "keep"
+    TIME_OUT = "time out"  # answer 408, then close
+    CLOSE = "close"  # close now, answering nothing
+
+
+@dataclass(frozen=True)
+class State:
+    """What the deadlines of one connection depend on (times from
+    ``time.monotonic()``)."""
+
+    opened: float
+    #: A whole request has been delivered (its request thread started).
+    delivered: bool
+    #: A request thread runs, or a delivered request waits for one.
+    serving: bool
+    #: The first byte, not white space, of the request being received.
+    began: float | None
+    #: When the last answer was ready (its request thread finished).
+    idle_since: float | None
+    #: Told to close once its output is sent.
+    closing: bool
+    #: Seconds the client took no byte while a request thread waits
+    #: for it to take some; 0 when none waits.
+    stalled: float
+
+
+def verdict(state: State, now: float, request_timeout: float,
+            idle_timeout: float) -> Verdict:
+    """What the I/O loop does with a connection in ``state`` at ``now``."""
+    if state.serving:
+        return Verdict.CLOSE if state.stalled > idle_timeout else Verdict.KEEP
+    if state.closing:
+        since = state.opened if state.idle_since is None else state.idle_since
+        return Verdict.CLOSE if now - since > idle_timeout else Verdict.KEEP
+    receiving = state.began if state.delivered else state.opened
+    if receiving is not None:
+        return (Verdict.TIME_OUT if now - receiving > request_timeout
+                else Verdict.KEEP)
+    if state.idle_since is not None and now - state.idle_since > idle_timeout:
+        return Verdict.CLOSE
+    return Verdict.KEEP
+
+
+class TimedParser(HTTPRequestParser):
+    """waitress's request parser, knowing when its request began: its
+    first byte that is not white space (which the parser skips before a
+    request line)."""
+
+    began: float | None = None
+
+    def received(self, data: bytes) -> int:
+        if self.began is None and data.strip():
+            self.began = time.monotonic()
+        consumed: int = super().received(data)
+        return consumed
+
+
 class DeadlineChannel(HTTPChannel):
-    """An HTTP connection that knows since when its request is arriving
-    (and asks the I/O loop to send only what a request thread is not
-    sending, see :mod:`.sending`)."""
+    """An HTTP connection that knows which phase it is in (and asks the
+    I/O loop to send only what a request thread is not sending, see
+    :mod:`.sending`)."""
 
     writable = sending.writable
+    parser_class = TimedParser
 
-    #: ``time.monotonic()`` when the request being received began, or None
-    #: while none is (served, or idle between two requests).
-    receiving_since: float | None
+    # Set before waitress adds the connection to the loop's map.
+    opened = 0.0
+    idle_since: float | None = None
+    delivered = False
+    in_service = 0  # request threads in service() (under requests_lock)
+    requests_lock: threading.Lock  # (waitress's, made in __init__)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.opened = time.monotonic()
         super().__init__(*args, **kwargs)
-        self.receiving_since = time.monotonic()
 
-    def received(self, data: bytes) -> bool:
-        before = self.request
-        if before is None and self.receiving_since is None and data:
-            self.receiving_since = time.monotonic()
-        result = super().received(data)
-        if self.request is None:
-            self.receiving_since = None
-        elif self.request is not before and before is not None:
-            self.receiving_since = time.monotonic()  # a pipelined one
-        return result
+    def service(self) -> None:
+        """Serve the next request (a request thread)."""
+        with self.requests_lock:
+            self.delivered = True
+            self.in_service += 1
+        try:
+            super().service()
+        finally:
+            with self.requests_lock:
+                # Before in_service drops, so that the I/O thread reading
+                # in_service 0 reads this idle time, not the last one.
+                self.idle_since = time.monotonic()
+                self.in_service -= 1
+
+    def state(self) -> State:
+        """This connection's :class:`State` (the I/O thread)."""
+        with self.requests_lock:
+            serving = bool(self.requests) or self.in_service > 0
+            request = self.request
+            stalled = 0.0
+            if serving and (self.total_outbufs_len
+                            > self.adj.outbuf_high_watermark):
+                # waitress's last_activity: the last byte sent (no byte
+                # is read while output is queued), or the request's start.
+                stalled = time.time() - self.last_activity
+            return State(
+                opened=self.opened, delivered=self.delivered,
+                serving=serving,
+                began=getattr(request, "began", None),  # a TimedParser
+                idle_since=self.idle_since,
+                closing=bool(self.will_close or self.close_when_flushed),
+                stalled=stalled)
+
+    def drop(self) -> None:
+        """Close now, with a reset if the client has not taken all it
+        was sent (I/O thread only)."""
+        sock = self.socket
+        if sock is not None and (self.total_outbufs_len or unsent(sock)):
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _RESET)
+        self.handle_close()
 
     def time_out(self) -> None:
         """Answer 408 and close once that is sent (I/O thread only)."""
+        if self.request is not None:
+            self.request.close()  # its body's temporary file, if any
         self.request = None
-        self.receiving_since = None
+        self.idle_since = time.monotonic()
         with self.outbuf_lock:
             self.outbufs[-1].append(TIMEOUT_RESPONSE)
             self.total_outbufs_len += len(TIMEOUT_RESPONSE)
@@ -68,18 +215,28 @@ class DeadlineChannel(HTTPChannel):
 
 
 class DeadlineServer(TcpWSGIServer):
-    """A TCP server whose maintenance enforces ``request_timeout``."""
+    """A TCP server that enforces each connection's deadlines (instead
+    of waitress's ``channel_timeout``)."""
 
     channel_class = DeadlineChannel
     request_timeout = 30.0
+    idle_timeout = 60.0
 
     def maintenance(self, now: Any) -> None:
-        super().maintenance(now)
-        cutoff = time.monotonic() - self.request_timeout
+        """Nothing: waitress calls this while it builds the set of
+        descriptors to poll, and a connection closed then could hand its
+        descriptor number to one accepted in the same round, which would
+        get the closed one's ``POLLNVAL`` and be closed too.
+        :meth:`check_deadlines` runs between two rounds."""
+
+    def check_deadlines(self, now: float) -> None:
+        """Answer 408 or close each connection past a deadline at ``now``
+        (``time.monotonic()``; the I/O thread, between two rounds)."""
         channels: dict[int, Any] = self.active_channels  # type: ignore[assignment]
         for channel in list(channels.values()):
-            since = getattr(channel, "receiving_since", None)
-            if (since is not None and since < cutoff
-                    and not channel.requests and not channel.will_close
-                    and not channel.close_when_flushed):
+            action = verdict(channel.state(), now, self.request_timeout,
+                             self.idle_timeout)
+            if action is Verdict.TIME_OUT:
                 channel.time_out()
+            elif action is Verdict.CLOSE:
+                channel.drop()

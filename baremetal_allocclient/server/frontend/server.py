@@ -29,8 +29,14 @@ LOG = logging.getLogger(__name__)
 #: File descriptors kept for everything but client connections (database
 #: connections, the listening sockets, logs, temporary request bodies).
 RESERVED_FILES = 256
-CHECK_INTERVAL = 1.0  # seconds between two request-deadline checks
+CHECK_INTERVAL = 1.0  # seconds between two deadline checks
 SHUTDOWN_GRACE = 30.0  # longest wait for running requests on stop
+#: Bytes of a request being received, or of an answer the client has not
+#: taken yet, kept in memory per connection; the rest goes to a temporary
+#: file (waitress keeps 512 KiB and 1 MiB: 300 stalled half-sent bodies
+#: held 155 MB, 400 answers of 0.4 MB nobody read 126 MB; with 64 KiB,
+#: see doc/source/internals/benchmarks.rst).
+IN_MEMORY = 64 * 1024
 IDENT = "baremetal-alloc-server"
 
 
@@ -67,18 +73,20 @@ class FrontEnd:
         self.app = keep_encoded_slashes(app)
         self.tls_context = tls_context
         self.request_timeout = options.request_timeout
+        self.idle_timeout = options.idle_timeout
         self.adj = Adjustments(
             host=host, port=port, threads=options.threads,
             connection_limit=connection_limit(
                 options.connection_limit, raise_open_file_limit()),
-            channel_timeout=options.idle_timeout,
-            cleanup_interval=CHECK_INTERVAL,
+            # waitress's channel_timeout and cleanup_interval are not
+            # used: the deadlines (deadline.py) replace its maintenance.
             asyncore_use_poll=True,  # select() stops at 1024 descriptors
             backlog=backlog, ident=IDENT,
             # The request thread sends what it can of the response at
             # once instead of leaving it all to the I/O thread (waitress
             # waits for 18,000 bytes); see doc/source/benchmarks.rst.
             send_bytes=1,
+            inbuf_overflow=IN_MEMORY, outbuf_overflow=IN_MEMORY,
             max_request_header_size=max_header,
             max_request_body_size=max_body,
             url_scheme="https" if tls_context else "http",
@@ -97,6 +105,7 @@ class FrontEnd:
                     self.app, self.map, dispatcher=self.dispatcher,
                     adj=self.adj, sockinfo=sockinfo)
                 server.request_timeout = self.request_timeout
+                server.idle_timeout = self.idle_timeout
                 if self.tls_context is not None:
                     server.channel_class = TLSChannel
                     server.tls_context = self.tls_context  # type: ignore[attr-defined]
@@ -107,10 +116,18 @@ class FrontEnd:
         self.dispatcher.set_thread_count(self.adj.threads)
 
     def serve(self) -> None:
-        """Run the I/O loop until :meth:`stop`, then drain (I/O thread)."""
+        """Run the I/O loop until :meth:`stop`, then drain (I/O thread).
+        The deadlines are checked between two of its rounds, at least
+        every ``CHECK_INTERVAL``."""
+        checked = time.monotonic()
         while not self.stopping.is_set():
             wasyncore.loop(timeout=CHECK_INTERVAL, map=self.map,
                            use_poll=True, count=1)
+            now = time.monotonic()
+            if now - checked >= CHECK_INTERVAL:
+                checked = now
+                for server in self.servers:
+                    server.check_deadlines(now)
         self._drain(time.monotonic() + SHUTDOWN_GRACE)
 
     def stop(self) -> None:

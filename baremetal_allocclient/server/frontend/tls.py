@@ -5,7 +5,8 @@ handshake then advances, like every read and write, only when the loop
 finds the socket ready, so a client that stalls in the handshake holds
 a file descriptor, not a thread, and the request deadline
 (:mod:`.deadline`) counts from the connection's opening, handshake
-included.  Reads drain what OpenSSL has already decrypted (the socket
+included; past it the connection is closed at once (there is no TLS
+to answer 408 in).  Reads drain what OpenSSL has already decrypted (the socket
 is not readable again for bytes already taken from the kernel).
 
 SSL objects are not safe for concurrent use: a request thread may send
@@ -58,7 +59,7 @@ class TLSChannel(DeadlineChannel):
         if self.handshaken:
             super().time_out()
         else:  # no TLS to answer 408 in
-            self.will_close = True
+            self.drop()
 
     def _handshake(self) -> None:
         try:

@@ -24,9 +24,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
 RESULTS = os.path.join(REPO, "benchmarks", "results")
 #: the modules of benchmarks/ that write a run's figures to a file (the
 #: others are servers and clients they start)
-WRITERS = ("app_loop", "cli_startup", "constraints", "delete_cost", "floor",
-           "floor_profile", "frontend", "galera", "instructions", "pair",
-           "run", "traits")
+WRITERS = ("app_loop", "blank_lines", "cli_startup", "constraints",
+           "delete_cost", "floor", "floor_profile", "frontend", "galera",
+           "instructions", "pair", "run", "steady_memory", "traits")
 DEFAULT = re.compile(r"--output\b.*?\(default: ([^;)\s]+)", re.S)
 
 

@@ -8,10 +8,12 @@ chunked bodies work over TLS.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import ssl
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -141,3 +143,96 @@ class TlsFrontEndTests(testtools.TestCase):
             answer = self._read_until_closed(
                 sock, began + REQUEST_TIMEOUT / 2)
         self.assertIn(b" 201 ", answer.split(b"\r\n")[0])
+
+
+class TlsConnectionLimitTests(testtools.TestCase):
+    """Issue 52: every slot of ``--connection-limit`` taken by TLS
+    connections stalled in the handshake, at each of its steps (nothing
+    sent, a ClientHello cut short, a whole ClientHello and then silence,
+    the server's answer read and the client's last flight never sent),
+    or after it sending an empty request every second.  Each is closed
+    at the request timeout from its acceptance, so an ordinary HTTPS
+    client, waiting in the listen backlog behind them, is served within
+    the request timeout plus a margin."""
+
+    LIMIT = 20
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.server = InProcessServer()
+        self.addCleanup(self.server.cleanup)
+        self.tls = sup.write_tls(self.server.tmpdir)
+        self.server.start("--request-timeout", str(REQUEST_TIMEOUT),
+                          "--connection-limit", str(self.LIMIT), tls=self.tls)
+
+    def _stalled(self, step: int) -> socket.socket:
+        """A connection stalled at handshake ``step`` (0-3; 4: after the
+        handshake, a blank line sent)."""
+        sock = socket.create_connection(("127.0.0.1", self.server.port),
+                                        timeout=10)
+        self.addCleanup(sock.close)
+        if step == 0:
+            return sock
+        if step == 4:
+            context = ssl.create_default_context(cafile=self.tls.ca)
+            tls = context.wrap_socket(sock, server_hostname="127.0.0.1")
+            self.addCleanup(tls.close)
+            tls.sendall(b"\r\n")
+            return tls
+        incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+        client = ssl.create_default_context(cafile=self.tls.ca).wrap_bio(
+            incoming, outgoing, server_hostname="127.0.0.1")
+        with contextlib.suppress(ssl.SSLWantReadError):
+            client.do_handshake()
+        hello = outgoing.read()
+        if step == 1:
+            sock.sendall(hello[:len(hello) // 2])
+            return sock
+        sock.sendall(hello)
+        while step == 3:  # the server's flight read; the client's kept
+            incoming.write(sock.recv(65536))
+            try:
+                client.do_handshake()
+            except ssl.SSLWantReadError:
+                continue
+            self.assertTrue(outgoing.pending)  # what is never sent
+            break
+        return sock
+
+    def test_stalled_handshakes_at_the_limit_are_cut_at_the_deadline(
+            self) -> None:
+        opened = time.monotonic()
+        # Those that wait for the server first: the last ones wait in
+        # the backlog (waitress counts its listening socket and trigger
+        # against the limit).
+        stalled = [self._stalled(step) for step in sorted(
+            (index % 5 for index in range(self.LIMIT)), reverse=True)]
+        blank = [sock for sock in stalled if isinstance(sock, ssl.SSLSocket)]
+        stop = threading.Event()
+
+        def empty_requests() -> None:
+            while not stop.wait(1.0):
+                for sock in blank:
+                    with contextlib.suppress(OSError):  # closed by then
+                        sock.sendall(b"\r\n\r\n")
+
+        thread = threading.Thread(target=empty_requests, daemon=True)
+        thread.start()
+        self.addCleanup(thread.join, 10)
+        self.addCleanup(stop.set)
+        response = self.server.request(
+            "GET", "/v1", timeout=2 * REQUEST_TIMEOUT + 10)
+        answered = time.monotonic() - opened
+        print(f"\nHTTPS GET /v1 behind {self.LIMIT} stalled TLS connections "
+              f"at a limit of {self.LIMIT}: {response.status_code} after "
+              f"{answered:.2f} s", file=sys.stderr)
+        self.assertEqual(200, response.status_code)
+        self.assertLess(answered, REQUEST_TIMEOUT + 4)
+        until = opened + 2 * REQUEST_TIMEOUT + 6
+        for sock in stalled:
+            sock.settimeout(max(0.01, until - time.monotonic()))
+            with contextlib.suppress(ConnectionError, ssl.SSLError):
+                while sock.recv(65536):
+                    pass
+        self.assertGreaterEqual(time.monotonic() - opened,
+                                REQUEST_TIMEOUT - 0.5)
