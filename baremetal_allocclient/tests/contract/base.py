@@ -43,9 +43,9 @@ class ContractMixin(_Base):
                ) -> tuple[str, list[dict[str, Any]]]:
         """Enroll named nodes under a fresh (or the given) resource class."""
         rc = resource_class or targets.unique("rc")
-        nodes = self.target.enroll(count, rc, traits=traits, owner=owner,
-                                   lessee=lessee,
-                                   name_prefix=targets.unique("node"))
+        nodes = self.target.make_nodes(count, rc, traits=traits,
+                                       owner=owner, lessee=lessee,
+                                       name_prefix=targets.unique("node"))
         return rc, nodes
 
     def post_allocation(self, body: dict[str, Any], *,
