@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import unittest
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,16 @@ class ContractMixin(_Base):
     """
 
     target: targets.Target
+
+    def sdk_connection(self) -> Any:
+        """The target's openstacksdk ``Connection``, openstacksdk's own
+        deprecation chatter silenced until the test ends (it is not what
+        the tests are about)."""
+        guard = warnings.catch_warnings()
+        guard.__enter__()
+        self.addCleanup(guard.__exit__, None, None, None)
+        warnings.filterwarnings("ignore", module=r"openstack(\.|$)")
+        return self.target.connection()
 
     @property
     def is_reference(self) -> bool:
