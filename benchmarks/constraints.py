@@ -186,8 +186,9 @@ def _measure(counter: _Counter, action: Callable[[], Any]
 def bench_ironic(sizes: list[int]) -> list[dict[str, Any]]:
     target = ironic.start()
     try:
-        (template,) = target.enroll(1, RC, name_prefix="tpl", properties=[
-            {"cpus": 32, "memory_mb": 131072, "cpu_arch": "x86_64"}])
+        (template,) = target.make_nodes(1, RC, name_prefix="tpl", each=[
+            {"properties": {"cpus": 32, "memory_mb": 131072,
+                            "cpu_arch": "x86_64"}}])
         total = 1
         counter = _Counter()
         http = requests.Session()

@@ -219,8 +219,7 @@ def hello_world(db: str, sizes: dict[str, int], args: argparse.Namespace,
         os.environ[hello_serve.RC_ENV] = RC
     target = targets.serve_process(
         name, tempfile.mkdtemp(prefix=f"bench-{name}-"),
-        hello_command(db, name, wrapper, extra), f"{name}.log",
-        lambda: "")
+        hello_command(db, name, wrapper, extra), lambda: "")
     try:
         client = Client(target.endpoint, expect_active=False)
         warm_up(client, args)

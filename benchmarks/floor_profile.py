@@ -162,7 +162,7 @@ def profiled(db: str, workdir: str, phase: str,
 
     target = targets.serve_process(
         phase, tempfile.mkdtemp(prefix="bench-profile-"), command,
-        "server.log", lambda: "")
+        lambda: "")
     try:
         count = drive(floor.Client(target.endpoint, expect_active=True),
                       lambda: warmed_up(target.pid, out))

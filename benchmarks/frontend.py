@@ -145,7 +145,7 @@ def measure(front_end: str, args: argparse.Namespace) -> dict[str, Any]:
         reference.enroll(db, args.nodes, RC, workdir)
         target = targets.serve_process(
             front_end, tempfile.mkdtemp(prefix="bench-fe-"),
-            _command(front_end, db), "server.log", lambda: "")
+            _command(front_end, db), lambda: "")
         try:
             port = int(target.endpoint.rsplit(":", 1)[1])
             out: dict[str, Any] = {"idle": {}, "slow": {}}

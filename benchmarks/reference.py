@@ -81,8 +81,7 @@ def start(db: str, name: str = "bench", workers: int | None = None,
             argv += ["--workers", str(workers)]
         return argv + list(extra)
 
-    return targets.serve_process("reference", workdir, command, "server.log",
-                          lambda: "")
+    return targets.serve_process("reference", workdir, command, lambda: "")
 
 
 @contextlib.contextmanager

@@ -189,7 +189,7 @@ def compare(args: argparse.Namespace, workdir: str) -> dict[str, Any]:
     started = time.perf_counter()
     ir = ironic.start()
     try:
-        enrolled = ir.enroll(nodes, RC)
+        enrolled = ir.make_nodes(nodes, RC)
         out["ironic_enroll_s"] = round(time.perf_counter() - started, 1)
         # The Prefer-sending client: Ironic ignores the header (the
         # contract suite checks it), so it stands for both clients.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import unittest
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +33,16 @@ class ContractMixin(_Base):
 
     target: targets.Target
 
+    def sdk_connection(self) -> Any:
+        """The target's openstacksdk ``Connection``, openstacksdk's own
+        deprecation chatter silenced until the test ends (it is not what
+        the tests are about)."""
+        guard = warnings.catch_warnings()
+        guard.__enter__()
+        self.addCleanup(guard.__exit__, None, None, None)
+        warnings.filterwarnings("ignore", module=r"openstack(\.|$)")
+        return self.target.connection()
+
     @property
     def is_reference(self) -> bool:
         """Whether the current target is this project's reference server."""
@@ -43,9 +54,9 @@ class ContractMixin(_Base):
                ) -> tuple[str, list[dict[str, Any]]]:
         """Enroll named nodes under a fresh (or the given) resource class."""
         rc = resource_class or targets.unique("rc")
-        nodes = self.target.enroll(count, rc, traits=traits, owner=owner,
-                                   lessee=lessee,
-                                   name_prefix=targets.unique("node"))
+        nodes = self.target.make_nodes(count, rc, traits=traits,
+                                       owner=owner, lessee=lessee,
+                                       name_prefix=targets.unique("node"))
         return rc, nodes
 
     def post_allocation(self, body: dict[str, Any], *,

@@ -62,8 +62,8 @@ class TestBadInputReference(testtools.TestCase):
         super().setUpClass()
         cls.target = targets.reference_target()
         rc = targets.unique("rc")
-        (node,) = cls.target.enroll(1, rc,
-                                    name_prefix=targets.unique("node"))
+        (node,) = cls.target.make_nodes(1, rc,
+                                        name_prefix=targets.unique("node"))
         cls.node = node["uuid"]
         created = cls.target.expect(201, "POST", "/v1/allocations",
                                     {"resource_class": rc})

@@ -23,6 +23,7 @@ from baremetal_allocclient.constraints import (
 )
 from baremetal_allocclient.tests.contract import base
 from baremetal_allocclient.tests.fixtures import preforked
+from baremetal_allocclient.tests.fixtures.processes import clean_env
 from baremetal_allocclient.tests.functional import targets
 from baremetal_allocclient.v1.client import Client
 
@@ -66,9 +67,9 @@ class Constrained(base.ContractMixin):
         cls.rc = targets.unique("rc")
         prefix = targets.unique("sel")
         letters = sorted(_FLEET)
-        nodes = cls.target.enroll(
+        nodes = cls.target.make_nodes(
             len(letters), cls.rc, name_prefix=prefix,
-            properties=[_FLEET[k]["properties"] for k in letters])
+            each=[{"properties": _FLEET[k]["properties"]} for k in letters])
         cls.names = {k: n["name"] for k, n in zip(letters, nodes,
                                                    strict=True)}
         for letter in letters:
@@ -240,8 +241,7 @@ class Constrained(base.ContractMixin):
             [os.path.join(_BIN, program), "--os-auth-type", "none",
              "--os-endpoint", self.target.endpoint, *prefix, *args,
              "-f", "json"],
-            env={k: v for k, v in os.environ.items()
-                 if not k.startswith("OS_")}, timeout=120)
+            env=clean_env(), timeout=120)
         self.assertEqual(0, proc.returncode, proc.stderr)
         return json.loads(proc.stdout)
 

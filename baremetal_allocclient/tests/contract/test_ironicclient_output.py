@@ -42,7 +42,7 @@ class _OutputCase(testtools.TestCase):
         super().setUpClass()
         cls.target = targets.reference_target()
         cls.rc = targets.unique("rc")
-        cls.target.enroll(1, cls.rc, traits=["CUSTOM_CMP"])
+        cls.target.make_nodes(1, cls.rc, traits=["CUSTOM_CMP"])
         cls.name = targets.unique("cmp")
         body = {"resource_class": cls.rc, "name": cls.name,
                 "traits": ["CUSTOM_CMP"], "extra": {"k": "v"}}

@@ -20,6 +20,7 @@ from typing import Any
 
 from baremetal_allocclient import exceptions, leases
 from baremetal_allocclient.tests.contract import base
+from baremetal_allocclient.tests.fixtures.processes import clean_env
 from baremetal_allocclient.tests.functional import targets
 from baremetal_allocclient.v1 import queueing
 from baremetal_allocclient.v1.client import Client
@@ -112,8 +113,7 @@ class WaitingInLine(base.ContractMixin):
             [os.path.join(_BIN, program), "--os-auth-type", "none",
              "--os-endpoint", self.target.endpoint, *prefix, *args],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env={k: v for k, v in os.environ.items()
-                 if not k.startswith("OS_")})
+            env=clean_env())
 
     def test_both_command_lines_wait_for_capacity(self) -> None:
         for index, program in enumerate(("baremetal-alloc", "openstack")):

@@ -24,6 +24,7 @@ import testtools
 from testtools.content import text_content
 
 from baremetal_allocclient.tests.fixtures import preforked
+from baremetal_allocclient.tests.fixtures.processes import clean_env
 from baremetal_allocclient.tests.functional import targets
 from baremetal_allocclient.tests.functional.counting_proxy import (
     CountingProxy,
@@ -54,7 +55,7 @@ class RequestCountTests(testtools.TestCase):
     def run_commands(self, target: targets.Target) -> dict[str, Seen]:
         """Run the three commands through a proxy; what each sent."""
         rc = targets.unique("rc")
-        target.enroll(1, rc, name_prefix=targets.unique("node"))
+        target.make_nodes(1, rc, name_prefix=targets.unique("node"))
         proxy = CountingProxy(target.endpoint)
         self.addCleanup(proxy.close)
         bin_dir = target._clients_bin()
@@ -62,7 +63,7 @@ class RequestCountTests(testtools.TestCase):
         def openstack(*args: str) -> subprocess.CompletedProcess[str]:
             argv = [f"{bin_dir}/openstack", "--os-auth-type", "none",
                     "--os-endpoint", proxy.endpoint, "baremetal", *args]
-            proc = preforked.run(argv, env=targets._clean_env(),
+            proc = preforked.run(argv, env=clean_env(),
                                  timeout=180)
             self.assertEqual(0, proc.returncode,
                              f"{target.name}: {args}: {proc.stderr}")

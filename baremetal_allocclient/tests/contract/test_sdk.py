@@ -8,7 +8,6 @@ openstacksdk is configured the way a standalone Ironic user configures it:
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 from openstack import exceptions as sdk_exc
@@ -24,12 +23,7 @@ class OpenStackSdk(base.ContractMixin):
 
     def setUp(self) -> None:
         super().setUp()
-        # openstacksdk's own deprecation chatter is not what we test.
-        guard = warnings.catch_warnings()
-        guard.__enter__()
-        self.addCleanup(guard.__exit__, None, None, None)
-        warnings.filterwarnings("ignore", module=r"openstack(\.|$)")
-        self.conn = self.target.connection()
+        self.conn = self.sdk_connection()
 
     def test_node_enrollment_and_allocation_lifecycle(self) -> None:
         """create/manage/provide/power off, allocate, update, deploy."""

@@ -9,7 +9,6 @@ runs.
 from __future__ import annotations
 
 import uuid
-import warnings
 from typing import Any
 
 from openstack import exceptions as sdk_exc
@@ -26,11 +25,7 @@ class SdkPorts(base.ContractMixin):
 
     def setUp(self) -> None:
         super().setUp()
-        guard = warnings.catch_warnings()
-        guard.__enter__()
-        self.addCleanup(guard.__exit__, None, None, None)
-        warnings.filterwarnings("ignore", module=r"openstack(\.|$)")
-        self.conn = self.target.connection()
+        self.conn = self.sdk_connection()
 
     def test_port_create_get_list_update_delete(self) -> None:
         bm = self.conn.baremetal

@@ -137,9 +137,9 @@ class AllocationMachine(RuleBasedStateMachine):
     @initialize()
     def enroll(self) -> None:
         """Four nodes with different traits under a fresh resource class."""
-        enrolled = self.target.enroll(
+        enrolled = self.target.make_nodes(
             len(_NODE_TRAITS), self.rc, name_prefix=targets.unique("sm"),
-            properties=[{"cpus": cpus} for cpus in _NODE_CPUS])
+            each=[{"properties": {"cpus": cpus}} for cpus in _NODE_CPUS])
         for node, traits, cpus in zip(enrolled, _NODE_TRAITS, _NODE_CPUS,
                                       strict=True):
             if traits:

@@ -16,16 +16,9 @@ the Ironic virtualenv, where no plugin of this project is installed, so
 from __future__ import annotations
 
 import atexit
-import contextlib
-import fcntl
 import json as jsonlib
 import os
-import shutil
-import signal
-import socket
 import subprocess
-import sys
-import tempfile
 import threading
 import time
 import unittest
@@ -37,8 +30,19 @@ import testtools
 
 from baremetal_allocclient.server.ironic import interfaces
 from baremetal_allocclient.tests.fixtures import preforked
+from baremetal_allocclient.tests.fixtures.api import NodeMaking
 from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
 from baremetal_allocclient.tests.fixtures.launcher import ServerProcess
+from baremetal_allocclient.tests.fixtures.peers import (
+    CommandPeer,
+    Lazy,
+    Peer,
+    ensure_venv,
+    run_setup,
+    started,
+    venv_path,
+)
+from baremetal_allocclient.tests.fixtures.processes import clean_env
 
 #: What the Ironic virtualenv holds; ironic is pinned to the measured release.
 IRONIC_REQUIREMENTS: tuple[str, ...] = (
@@ -50,26 +54,11 @@ IRONIC_REQUIREMENTS: tuple[str, ...] = (
 IRONIC_SWITCH_ENV = "BAREMETAL_ALLOC_TEST_IRONIC"
 #: Overrides where the Ironic virtualenv lives (default <repo>/.venv-ironic).
 IRONIC_VENV_ENV = "BAREMETAL_ALLOC_IRONIC_VENV"
-_MARKER = ".baremetal-alloc-ready"
-_START_TIMEOUT = 90.0
-_INSTALL_TIMEOUT = 1800.0
 _API_HEADER = "X-OpenStack-Ironic-API-Version"
-_PORT_TAKEN = "Address already in use"
-_REPO_ROOT = os.path.dirname(
-    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-)
 
 
 class TargetError(RuntimeError):
-    """A target could not be started or did not behave as a test needs."""
-
-
-def free_port() -> int:
-    """Return a loopback TCP port that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    """A target did not behave as a test needs."""
 
 
 def error_message(response: requests.Response) -> str:
@@ -106,135 +95,36 @@ def _is_locked(response: requests.Response) -> bool:
     )
 
 
-class _Process:
-    """One server process with its log file and temporary directory."""
-
-    def __init__(self, argv: Sequence[str], workdir: str, log_name: str):
-        self.workdir = workdir
-        self.log_path = os.path.join(workdir, log_name)
-        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop
-        self.popen = subprocess.Popen(
-            list(argv),
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            cwd=workdir,
-            env=_clean_env(),
-            preexec_fn=_die_with_parent,
-        )
-
-    def log_tail(self, size: int = 6000) -> str:
-        """The end of the process output, for error messages."""
-        try:
-            with open(self.log_path, "rb") as log:
-                log.seek(0, os.SEEK_END)
-                log.seek(max(0, log.tell() - size))
-                return log.read().decode("utf-8", "replace")
-        except OSError as exc:
-            return f"(log unreadable: {exc})"
-
-    def wait_ready(self, url: str, timeout: float) -> None:
-        """Poll ``GET url`` until it answers 200; fail early if we exit."""
-        deadline = time.monotonic() + timeout
-        while True:
-            code = self.popen.poll()
-            if code is not None:
-                raise TargetError(
-                    f"{self.popen.args!r} exited with {code} before "
-                    f"answering {url}:\n{self.log_tail()}"
-                )
-            with contextlib.suppress(requests.RequestException):
-                if requests.get(url, timeout=2).status_code == 200:
-                    return
-            # Ironic keeps running after failing to bind; give up at once.
-            if _PORT_TAKEN in self.log_tail(2000):
-                raise TargetError(f"{url}: port taken:\n{self.log_tail()}")
-            if time.monotonic() > deadline:
-                raise TargetError(
-                    f"{url} did not answer within {timeout:.0f}s:\n"
-                    f"{self.log_tail()}"
-                )
-            time.sleep(0.1)
-
-    def stop(self, keep_workdir: bool = False) -> None:
-        """Terminate (then kill) our process by PID and drop its files."""
-        if self.popen.poll() is None:
-            self.popen.terminate()
-            try:
-                self.popen.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
-                self.popen.wait(timeout=10)
-        self._log.close()
-        if not keep_workdir:
-            shutil.rmtree(self.workdir, ignore_errors=True)
-
-
-def _die_with_parent() -> None:
-    """Ask Linux to kill the server when the test process dies abruptly."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        pr_set_pdeathsig = 1
-        with contextlib.suppress(OSError, AttributeError):
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
-
-
-def _clean_env() -> dict[str, str]:
-    """The environment without OS_* settings that could redirect clients."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
-
-
-def run_setup(argv: Sequence[str], timeout: float, what: str,
-              env: dict[str, str] | None = None) -> None:
-    """Run a set-up command (in a clean environment unless ``env`` is
-    given); a failure carries its output."""
-    proc = subprocess.run(
-        list(argv),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=_clean_env() if env is None else env,
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise TargetError(
-            f"{what} failed ({proc.returncode}): {' '.join(argv)}\n"
-            f"{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
-        )
-
-
-class Target:
+class Target(NodeMaking):
     """One running Ironic-compatible API and the real clients to drive it:
-    Ironic in a process of its own, or a reference server (in this
-    process, or in one from the launcher)."""
+    Ironic (a peer in a process of its own), or a reference server (in
+    this process, or in one from the launcher)."""
 
     def __init__(self, name: str, endpoint: str,
                  clients_bin: Callable[[], str],
-                 process: _Process | None = None,
+                 peer: Peer | None = None,
                  server: InProcessServer | ServerProcess | None = None):
         self.name = name
         self.endpoint = endpoint
         self._clients_bin = clients_bin
-        self._process = process
+        self._peer = peer
         self._server = server
         self._local = threading.local()
 
     @property
     def pid(self) -> int:
         """PID of the server process this target started."""
-        if self._process is None:
+        if self._peer is None:
             raise TargetError(f"{self.name} has no process of its own")
-        return int(self._process.popen.pid)
+        return self._peer.pid
 
     @property
     def workdir(self) -> str:
         """The working directory of the server process this target
         started (Ironic's holds its configuration and SQLite file)."""
-        if self._process is None:
+        if self._peer is None:
             raise TargetError(f"{self.name} has no process of its own")
-        return self._process.workdir
+        return self._peer.workdir
 
     @property
     def db_url(self) -> str:
@@ -247,22 +137,18 @@ class Target:
         """The end of the started server's log ("" for none)."""
         if self._server is not None:
             return self._server.log()[-size:]
-        if self._process is None:
+        if self._peer is None:
             return ""
-        return self._process.log_tail(size)
+        return self._peer.log_tail(size)
 
     def log_mentions(self, text: str) -> int:
         """How often the started server's whole log contains ``text``
         (0 for a target without a server of its own)."""
         if self._server is not None:
             return self._server.log().count(text)
-        if self._process is None:
+        if self._peer is None:
             return 0
-        try:
-            with open(self._process.log_path, "rb") as log:
-                return log.read().decode("utf-8", "replace").count(text)
-        except OSError:
-            return 0
+        return self._peer.log().count(text)
 
     def __repr__(self) -> str:
         return f"<Target {self.name} {self.endpoint}>"
@@ -327,27 +213,11 @@ class Target:
                   predicate: Callable[[dict[str, Any]], bool],
                   timeout: float = 60.0, what: str = "condition"
                   ) -> dict[str, Any]:
-        """Poll a node until ``predicate`` holds for it."""
-        deadline = time.monotonic() + timeout
-        while True:
-            node = self.node(ident)
-            if predicate(node):
-                return node
-            if node.get("last_error") and node.get("provision_state") in (
-                    "enroll", "deploy failed", "clean failed", "error"):
-                raise TargetError(
-                    f"{self.name}: node {ident} failed waiting for {what}: "
-                    f"{node.get('provision_state')}: {node.get('last_error')}"
-                )
-            if time.monotonic() > deadline:
-                raise TargetError(
-                    f"{self.name}: node {ident} not at {what} after "
-                    f"{timeout:.0f}s: provision_state="
-                    f"{node.get('provision_state')} power_state="
-                    f"{node.get('power_state')} last_error="
-                    f"{node.get('last_error')}"
-                )
-            time.sleep(0.05)
+        """Poll a node until ``predicate`` holds for it (giving up at once
+        when it failed a step)."""
+        node: dict[str, Any] = self.await_node(ident, predicate, timeout,
+                                               what)
+        return node
 
     def wait_allocation(self, ident: str, timeout: float = 60.0
                         ) -> dict[str, Any]:
@@ -375,67 +245,6 @@ class Target:
         return self.request("PUT", f"/v1/nodes/{ident}/states/power",
                             {"target": target})
 
-    def enroll(self, count: int, resource_class: str, *,
-               traits: Sequence[str] = (), owner: str | None = None,
-               lessee: str | None = None, name_prefix: str | None = None,
-               properties: Sequence[dict[str, Any]] = ()
-               ) -> list[dict[str, Any]]:
-        """Create ``count`` fake-hardware nodes and make them allocatable.
-
-        Each node goes create -> (owner/lessee patch) -> traits -> manage ->
-        provide -> power off, phase by phase across all nodes so the
-        target's asynchronous work overlaps; returns the final node bodies,
-        each ``available`` with power state "power off".
-        """
-        uuids: list[str] = []
-        for index in range(count):
-            body: dict[str, Any] = {
-                "driver": "fake-hardware", "resource_class": resource_class}
-            if name_prefix is not None:
-                body["name"] = f"{name_prefix}-{index}"
-            if index < len(properties):
-                body["properties"] = properties[index]
-            created = self.expect(201, "POST", "/v1/nodes", body)
-            uuids.append(created["uuid"])
-            # Ironic refuses owner on create under noauth ("project scoped
-            # admin"), but accepts it as a patch.
-            patch = [{"op": "add", "path": f"/{field}", "value": value}
-                     for field, value in (("owner", owner), ("lessee", lessee))
-                     if value is not None]
-            if patch:
-                self.expect(200, "PATCH", f"/v1/nodes/{created['uuid']}",
-                            patch)
-            if traits:
-                self.expect(204, "PUT", f"/v1/nodes/{created['uuid']}/traits",
-                            {"traits": list(traits)})
-        self._each_state(uuids, "manage", "manageable")
-        self._each_state(uuids, "provide", "available")
-        for uuid in uuids:
-            self._accepted(self.set_power(uuid, "power off"), uuid, "power")
-        return [
-            self.wait_node(uuid, lambda n: n["power_state"] == "power off",
-                           what="power off")
-            for uuid in uuids
-        ]
-
-    def _each_state(self, uuids: Sequence[str], verb: str, state: str) -> None:
-        for uuid in uuids:
-            self._accepted(self.set_provision(uuid, verb), uuid, verb)
-        for uuid in uuids:
-            self.wait_node(
-                uuid,
-                lambda n: n["provision_state"] == state
-                and not n.get("target_provision_state"),
-                what=state)
-
-    def _accepted(self, response: requests.Response, uuid: str,
-                  what: str) -> None:
-        if response.status_code != 202:
-            raise TargetError(
-                f"{self.name}: {what} of node {uuid} -> "
-                f"{response.status_code}: {response.text[:2000]}"
-            )
-
     # -- real clients ------------------------------------------------------
 
     def _client(self, command: str, args: Sequence[str], check: bool
@@ -445,7 +254,7 @@ class Target:
             "--os-auth-type", "none", "--os-endpoint", self.endpoint,
             *args,
         ]
-        proc = preforked.run(argv, env=_clean_env(), timeout=120)
+        proc = preforked.run(argv, env=clean_env(), timeout=120)
         if check and proc.returncode != 0:
             raise AssertionError(
                 f"{self.name}: {' '.join(argv[1:])} exited "
@@ -485,67 +294,21 @@ class Target:
 
     def stop(self) -> None:
         """Stop the server (if we started one)."""
-        if self._process is not None:
-            self._process.stop()
-            self._process = None
+        if self._peer is not None:
+            self._peer.close()
+            self._peer = None
         if self._server is not None:
             self._server.cleanup()
             self._server = None
 
 
-# -- the Ironic virtualenv ---------------------------------------------------
-
-def ironic_venv() -> str:
-    """Where the Ironic virtualenv lives (created on demand)."""
-    return os.path.abspath(os.environ.get(
-        IRONIC_VENV_ENV, os.path.join(_REPO_ROOT, ".venv-ironic")))
-
-
-def _venv_ready(venv: str, requirements: Sequence[str]) -> bool:
-    try:
-        with open(os.path.join(venv, _MARKER)) as marker:
-            return marker.read() == "\n".join(requirements) + "\n"
-    except OSError:
-        return False
-
-
-def ensure_venv(venv: str, requirements: Sequence[str], what: str) -> str:
-    """Create a peer's virtualenv (Ironic's, Keystone's) once with
-    ``requirements``; return its ``bin`` directory.
-
-    Two stestr workers may get here at the same moment, so the install runs
-    under an exclusive file lock and is marked complete only at the end (a
-    half-finished install is simply resumed by the next caller; changed
-    requirements install again).
-    """
-    bin_dir = os.path.join(venv, "bin")
-    if _venv_ready(venv, requirements):
-        return bin_dir
-    os.makedirs(os.path.dirname(venv), exist_ok=True)
-    with open(venv + ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if _venv_ready(venv, requirements):
-            return bin_dir
-        python = os.path.join(bin_dir, "python")
-        if not os.path.exists(python):
-            shutil.rmtree(venv, ignore_errors=True)
-            run_setup([sys.executable, "-m", "venv", venv], 300,
-                 f"creating the {what} virtualenv")
-        run_setup([python, "-m", "pip", "install", "-q", "--upgrade", "pip"],
-             _INSTALL_TIMEOUT, f"upgrading pip in the {what} virtualenv")
-        run_setup([python, "-m", "pip", "install", "-q", *requirements],
-             _INSTALL_TIMEOUT, f"installing {what} into its virtualenv")
-        with open(os.path.join(venv, _MARKER), "w") as marker:
-            marker.write("\n".join(requirements) + "\n")
-    return bin_dir
-
+# -- Ironic ------------------------------------------------------------------
 
 def ensure_ironic_venv() -> str:
-    """The Ironic virtualenv's ``bin`` directory (installed on demand)."""
-    return ensure_venv(ironic_venv(), IRONIC_REQUIREMENTS, "Ironic")
-
-
-# -- starting targets --------------------------------------------------------
+    """The Ironic virtualenv's ``bin`` directory (installed on demand;
+    ``$BAREMETAL_ALLOC_IRONIC_VENV``, default ``<repo>/.venv-ironic``)."""
+    return ensure_venv(venv_path(IRONIC_VENV_ENV, ".venv-ironic"),
+                       IRONIC_REQUIREMENTS, "Ironic")
 
 
 def ironic_config(workdir: str, port: int) -> str:
@@ -578,61 +341,51 @@ def ironic_config(workdir: str, port: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def serve_process(name: str, workdir: str, command: Callable[[int], list[str]],
-           log_name: str, clients_bin: Callable[[], str]) -> Target:
-    """Start ``command(port)`` on a free port and wait until it answers.
+class Ironic(Peer):
+    """All-in-one Ironic (API and conductor in one process) on its own
+    SQLite database, its schema created."""
 
-    ``free_port`` can race with other processes; a start that fails
-    because the port was taken meanwhile is retried on another port.
-    Failure stops the process and removes ``workdir``.
-    """
-    for attempt in range(3):
-        port = free_port()
+    name = "ironic"
+
+    def __init__(self) -> None:
+        self.bin_dir = ensure_ironic_venv()
+        super().__init__()
+        self.conf = os.path.join(self.workdir, "ironic.conf")
         try:
-            process = _Process(command(port), workdir, log_name)
+            for sub in ("state", "locks"):
+                os.makedirs(os.path.join(self.workdir, sub))
+            self.command(0)
+            run_setup([os.path.join(self.bin_dir, "ironic-dbsync"),
+                       "--config-file", self.conf, "create_schema"], 300,
+                      "creating the Ironic schema")
         except BaseException:
-            shutil.rmtree(workdir, ignore_errors=True)
+            self.close()
             raise
-        endpoint = f"http://127.0.0.1:{port}"
-        target = Target(name, endpoint, clients_bin, process)
-        try:
-            process.wait_ready(endpoint + "/", _START_TIMEOUT)
-        except TargetError:
-            taken = _PORT_TAKEN in process.log_tail()
-            if not taken or attempt == 2:
-                target.stop()
-                raise
-            process.stop(keep_workdir=True)
-            continue
-        except BaseException:
-            target.stop()
-            raise
-        atexit.register(target.stop)
-        return target
-    raise AssertionError("unreachable")
+
+    def command(self, port: int) -> list[str]:
+        with open(self.conf, "w") as handle:
+            handle.write(ironic_config(self.workdir, port))
+        return [os.path.join(self.bin_dir, "ironic"), "--config-file",
+                self.conf]
 
 
 def start_ironic() -> Target:
-    bin_dir = ensure_ironic_venv()
-    workdir = tempfile.mkdtemp(prefix="baremetal-alloc-ironic-")
-    conf = os.path.join(workdir, "ironic.conf")
+    """A new Ironic (not this process's :func:`ironic_target`); stopped
+    by ``Target.stop``."""
+    ironic = started(Ironic())
+    bin_dir = ironic.bin_dir
+    return Target("ironic", ironic.endpoint, lambda: bin_dir, peer=ironic)
 
-    def command(port: int) -> list[str]:
-        with open(conf, "w") as handle:
-            handle.write(ironic_config(workdir, port))
-        return [os.path.join(bin_dir, "ironic"), "--config-file", conf]
 
-    try:
-        for sub in ("state", "locks"):
-            os.makedirs(os.path.join(workdir, sub))
-        command(0)
-        run_setup([os.path.join(bin_dir, "ironic-dbsync"), "--config-file",
-                   conf, "create_schema"], 300, "creating the Ironic schema")
-    except BaseException:
-        shutil.rmtree(workdir, ignore_errors=True)
-        raise
-    return serve_process("ironic", workdir, command, "ironic.log",
-                         lambda: bin_dir)
+def serve_process(name: str, workdir: str,
+                  command: Callable[[int], list[str]],
+                  clients_bin: Callable[[], str]) -> Target:
+    """``command(port)`` as a peer named ``name`` in ``workdir`` (a
+    benchmark's server), started and stopped at exit at the latest."""
+    peer = started(CommandPeer(name, command, workdir))
+    target = Target(name, peer.endpoint, clients_bin, peer=peer)
+    atexit.register(target.stop)
+    return target
 
 
 def _start_reference() -> Target:
@@ -642,37 +395,12 @@ def _start_reference() -> Target:
     except BaseException:
         server.cleanup()
         raise
-    target = Target("reference", server.endpoint, ensure_ironic_venv,
-                    server=server)
-    atexit.register(target.stop)
-    return target
+    return Target("reference", server.endpoint, ensure_ironic_venv,
+                  server=server)
 
 
-class _Lazy:
-    """A per-process singleton whose start-up failure is remembered."""
-
-    def __init__(self, start: Callable[[], Target]):
-        self._start = start
-        self._lock = threading.Lock()
-        self._target: Target | None = None
-        self._error: BaseException | None = None
-
-    def get(self) -> Target:
-        with self._lock:
-            if self._error is not None:
-                raise TargetError(f"target failed to start earlier: "
-                                  f"{self._error}") from self._error
-            if self._target is None:
-                try:
-                    self._target = self._start()
-                except BaseException as exc:
-                    self._error = exc
-                    raise
-            return self._target
-
-
-_REFERENCE = _Lazy(_start_reference)
-_IRONIC = _Lazy(start_ironic)
+_REFERENCE = Lazy(_start_reference, Target.stop)
+_IRONIC = Lazy(start_ironic, Target.stop)
 
 
 def reference_target() -> Target:

@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import testtools
 
-from baremetal_allocclient.tests.fixtures.launcher import answers, free_port
+from baremetal_allocclient.tests.fixtures.processes import answers, free_port
 from baremetal_allocclient.tests.functional.frozen_server import FrozenServer
 
 

@@ -20,17 +20,11 @@ from typing import Any
 import yaml
 
 from baremetal_allocclient.tests.fixtures import preforked
+from baremetal_allocclient.tests.fixtures.processes import clean_env
 
 BIN_DIR = os.path.dirname(sys.executable)
 STANDALONE = "baremetal-alloc"
 OPENSTACK = "openstack"
-
-
-def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment without OS_* settings that could redirect a run."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
-    env.update(extra or {})
-    return env
 
 
 def argv_for(

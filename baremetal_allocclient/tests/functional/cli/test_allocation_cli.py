@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 import yaml
 
 from baremetal_allocclient.tests.fixtures import preforked
+from baremetal_allocclient.tests.fixtures.processes import free_port
 from baremetal_allocclient.tests.functional import targets
 from baremetal_allocclient.tests.functional.cli import clirunner
 
@@ -70,8 +71,8 @@ class AllocationCliTests:
         super().setUpClass()  # type: ignore[misc]
         cls.rc = targets.unique("rc-cli")
         cls.nodes = [
-            n["uuid"] for n in cls.target.enroll(cls.NODES, cls.rc,
-                                                 traits=[TRAIT])
+            n["uuid"] for n in cls.target.make_nodes(cls.NODES, cls.rc,
+                                                     traits=[TRAIT])
         ]
 
     def setUp(self) -> None:
@@ -422,7 +423,7 @@ class AllocationCliTests:
 
     def test_unreachable_server(self) -> None:
         self._once_per_front_end()
-        endpoint = f"http://127.0.0.1:{targets.free_port()}"
+        endpoint = f"http://127.0.0.1:{free_port()}"
         result = clirunner.run(self.frontend, endpoint, "list")
         self.assertEqual(1, result.returncode, repr(result))
         self.assertIn("Unable to reach", result.stderr)

@@ -16,7 +16,7 @@ from typing import Any
 
 import testtools
 
-from baremetal_allocclient.tests.functional import targets
+from baremetal_allocclient.tests.fixtures.processes import free_port
 from baremetal_allocclient.tests.functional.cli import clirunner
 
 
@@ -113,7 +113,7 @@ class AuthPluginTest(testtools.TestCase):
         self.assertEqual(1, result.stderr.count("(HTTP 401)"))
 
     def test_unreachable_identity_service_is_one_line(self) -> None:
-        url = f"http://127.0.0.1:{targets.free_port()}/v3"
+        url = f"http://127.0.0.1:{free_port()}/v3"
         result = self.alloc("--os-auth-url", url, "--os-username", "u",
                             "--os-password", "p", "--os-project-name", "p",
                             "list")

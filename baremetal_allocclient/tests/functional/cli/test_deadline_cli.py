@@ -17,8 +17,11 @@ from typing import Any
 
 import testtools
 
-from baremetal_allocclient.tests.fixtures import launcher
-from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
+from baremetal_allocclient.tests.fixtures.inprocess import (
+    InProcessServer,
+    serve_for_class,
+)
+from baremetal_allocclient.tests.fixtures.processes import clean_env, free_port
 from baremetal_allocclient.tests.functional import counting_proxy
 from baremetal_allocclient.tests.functional.cli import clirunner
 from baremetal_allocclient.tests.functional.frozen_server import (
@@ -51,7 +54,7 @@ def run_cli(endpoint: str, args: Sequence[str]
             ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         clirunner.argv_for(clirunner.STANDALONE, endpoint, list(args)),
-        capture_output=True, text=True, env=clirunner.clean_env(),
+        capture_output=True, text=True, env=clean_env(),
         timeout=120, check=False)
 
 
@@ -70,7 +73,7 @@ class TestFrozenServer(testtools.TestCase):
                                ["create", "--resource-class", "rc",
                                 "--wait", str(WAIT), *args]),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env=clirunner.clean_env())
+            env=clean_env())
         started = time.monotonic()
         while proc.poll() is None:
             first = server.first_request_at
@@ -128,14 +131,8 @@ class TestFrozenAfterDiscovery(TestFrozenServer):
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        cls.reference = InProcessServer()
-        cls.reference.start()
+        cls.reference = serve_for_class(cls)
         cls.upstream = cls.reference.endpoint
-
-    @classmethod
-    def tearDownClass(cls) -> None:
-        cls.reference.cleanup()
-        super().tearDownClass()
 
     def test_each_command_keeps_its_deadline(self) -> None:
         by_name = self._all_timed()
@@ -159,14 +156,8 @@ class TestNothingLeft(testtools.TestCase):
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        cls.reference = InProcessServer()
-        cls.reference.start()
+        cls.reference = serve_for_class(cls)
         cls.reference.make_nodes(1, "rc-cli-left")
-
-    @classmethod
-    def tearDownClass(cls) -> None:
-        cls.reference.cleanup()
-        super().tearDownClass()
 
     def setUp(self) -> None:
         super().setUp()
@@ -201,7 +192,7 @@ class TestNothingLeft(testtools.TestCase):
         self._check_refused("--candidate-node", "no-such-node")
 
     def test_refused_connection(self) -> None:
-        endpoint = f"http://127.0.0.1:{launcher.free_port()}"
+        endpoint = f"http://127.0.0.1:{free_port()}"
         result = run_cli(endpoint, ["create", "--resource-class", "rc",
                                     "--wait", "5", "--delete-on-failure"])
         self.assertEqual(1, result.returncode, result.stderr)
@@ -229,7 +220,7 @@ class TestInterruptedDiscovery(testtools.TestCase):
                                ["create", "--resource-class", "rc",
                                 "--wait", "60", "--min-cpus", "4"]),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env=clirunner.clean_env(), preexec_fn=_default_sigint)
+            env=clean_env(), preexec_fn=_default_sigint)
         self.addCleanup(proc.kill)
         deadline = time.monotonic() + HANG
         while server.first_request_at is None:

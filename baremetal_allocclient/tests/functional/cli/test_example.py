@@ -36,7 +36,7 @@ class ReserveNodeExample:
     def setUpClass(cls) -> None:
         super().setUpClass()  # type: ignore[misc]
         cls.rc = targets.unique("rc-example")
-        cls.node = cls.target.enroll(1, cls.rc, traits=[TRAIT])[0]["uuid"]
+        cls.node = cls.target.make_nodes(1, cls.rc, traits=[TRAIT])[0]["uuid"]
 
     def run_script(self, *args: str) -> subprocess.CompletedProcess[str]:
         env = clirunner.clean_env({

@@ -10,6 +10,7 @@ import time
 from typing import Any, ClassVar
 
 from baremetal_allocclient import leases
+from baremetal_allocclient.tests.fixtures.processes import free_port
 from baremetal_allocclient.tests.functional import targets
 from baremetal_allocclient.tests.functional.cli import clirunner
 
@@ -60,7 +61,7 @@ class LeaseCliTests:
 
     def test_lease_life_cycle(self) -> None:
         rc = targets.unique("rc-lease")
-        self.target.enroll(2, rc)
+        self.target.make_nodes(2, rc)
         bad = self.cli("create", "--resource-class", rc, "--lease", "2x")
         self.assertEqual(2, bad.returncode, repr(bad))
         self.assertIn("90s, 30m, 2h, 1d or 1h30m", bad.stderr)
@@ -108,7 +109,7 @@ class LeaseCliTests:
 
     def test_failures_exit_1_and_usage_errors_2(self) -> None:
         down = clirunner.run(self.frontend, f"http://127.0.0.1:"
-                             f"{targets.free_port()}", "expire")
+                             f"{free_port()}", "expire")
         self.assertEqual(1, down.returncode, repr(down))
         self.assertNotIn("Traceback", down.stderr)
         missing = self.cli("renew", targets.unique("none"), "--lease", "1h")

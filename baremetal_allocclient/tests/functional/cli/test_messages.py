@@ -12,6 +12,7 @@ import os
 import testtools
 
 from baremetal_allocclient.tests.fixtures import preforked
+from baremetal_allocclient.tests.fixtures.processes import free_port
 from baremetal_allocclient.tests.functional import targets
 from baremetal_allocclient.tests.functional.cli import clirunner
 
@@ -66,14 +67,14 @@ class TestMessages(testtools.TestCase):
             self.assertIn(f"(HTTP 404 for GET {url}/v1/allocations)", text)
 
     def test_refused_connection_names_the_url(self) -> None:
-        url = f"http://127.0.0.1:{targets.free_port()}"
+        url = f"http://127.0.0.1:{free_port()}"
         text = self.expect(1, self.cli("list", endpoint=url))
         self.assertIn(f"Unable to reach the bare metal API at {url}: "
                       "Connection refused", text)
 
     def test_capacity_keys_are_snake_case(self) -> None:
         rc = targets.unique("rc-cap")
-        self.target.enroll(1, rc)
+        self.target.make_nodes(1, rc)
         result = self.cli("capacity", "--resource-class", rc, "-f", "json")
         self.expect(0, result)
         self.assertEqual([{"resource_class": rc, "total": 1, "allocated": 0,

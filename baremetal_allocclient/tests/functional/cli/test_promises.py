@@ -25,6 +25,7 @@ from typing import Any
 import testtools
 
 from baremetal_allocclient.tests.fixtures import launcher
+from baremetal_allocclient.tests.fixtures.processes import clean_env
 from baremetal_allocclient.tests.functional import targets
 from baremetal_allocclient.tests.functional.cli import _wire, clirunner
 from baremetal_allocclient.tests.functional.multiprocess import _cluster
@@ -50,7 +51,7 @@ class Run:
         self.proc = subprocess.Popen(
             clirunner.argv_for(frontend, proxy.endpoint, list(args)),
             stdout=subprocess.PIPE, stderr=stderr, text=True,
-            env=clirunner.clean_env(), preexec_fn=_default_sigint,
+            env=clean_env(), preexec_fn=_default_sigint,
         )
         self.ended_at: float | None = None
         self.stdout = self.stderr = ""
@@ -339,7 +340,7 @@ class _OnTarget:
 
     def rc_with_nodes(self, count: int) -> str:
         rc = targets.unique("rc-promise")
-        self.target.enroll(count, rc)
+        self.target.make_nodes(count, rc)
         self.addCleanup(self.release_class, rc)
         return rc
 

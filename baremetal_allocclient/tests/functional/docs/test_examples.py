@@ -15,7 +15,6 @@ import os
 import re
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,7 +24,11 @@ from typing import Any, ClassVar
 import requests
 import testtools
 
-from baremetal_allocclient.tests.fixtures.launcher import answers
+from baremetal_allocclient.tests.fixtures.processes import (
+    Process,
+    clean_env,
+    free_port,
+)
 from baremetal_allocclient.v1 import versions
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -37,12 +40,6 @@ BIN = os.path.dirname(sys.executable)
 DOCUMENTED_PORT = "6385"
 HEADERS = {"X-OpenStack-Ironic-API-Version": "latest"}
 UUID_RE = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class _DocsServer(testtools.TestCase):
@@ -61,7 +58,7 @@ class _DocsServer(testtools.TestCase):
     port: ClassVar[int]
     endpoint: ClassVar[str]
     env: ClassVar[dict[str, str]]
-    server: ClassVar[subprocess.Popen[bytes]]
+    server: ClassVar[Process]
     nodes: ClassVar[dict[str, str]]
 
     @classmethod
@@ -69,12 +66,11 @@ class _DocsServer(testtools.TestCase):
         super().setUpClass()
         cls.workdir = tempfile.mkdtemp(prefix="bm-alloc-docs-")
         cls.addClassCleanup(shutil.rmtree, cls.workdir, True)
-        cls.port = _free_port()
+        cls.port = free_port()
         cls.endpoint = f"http://127.0.0.1:{cls.port}"
         # The reader's shell: our executables first, no OS_* settings.
-        cls.env = {k: v for k, v in os.environ.items()
-                   if not k.startswith("OS_")}
-        cls.env["PATH"] = BIN + os.pathsep + os.environ.get("PATH", "")
+        cls.env = clean_env(
+            {"PATH": BIN + os.pathsep + os.environ.get("PATH", "")})
         for name in cls.FILES:
             shutil.copy(os.path.join(EXAMPLES, name), cls.workdir)
         for name in cls.SETUP:
@@ -94,37 +90,11 @@ class _DocsServer(testtools.TestCase):
         """Run the serve example's command without a shell, to own its
         PID (a backslash-newline continues the line, as in a shell)."""
         command = cls.text(cls.SERVE).replace("\\\n", " ").strip()
-        log = open(os.path.join(cls.workdir, "serve.log"), "wb")  # noqa: SIM115
-        cls.addClassCleanup(log.close)
-        cls.server = subprocess.Popen(
-            shlex.split(command), cwd=cls.workdir, env=cls.env,
-            stdout=log, stderr=subprocess.STDOUT)
-        cls.addClassCleanup(cls.stop_server)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if cls.server.poll() is not None:
-                raise AssertionError(f"{cls.SERVE} exited: "
-                                     f"{cls.server_log()}")
-            if answers(cls.endpoint + "/", timeout=2):
-                return
-            time.sleep(0.1)
-        raise AssertionError(f"server did not answer: {cls.server_log()}")
-
-    @classmethod
-    def stop_server(cls) -> None:
-        if cls.server.poll() is None:
-            cls.server.terminate()
-            try:
-                cls.server.wait(30)
-            except subprocess.TimeoutExpired:
-                cls.server.kill()
-                cls.server.wait(10)
-
-    @classmethod
-    def server_log(cls) -> str:
-        with open(os.path.join(cls.workdir, "serve.log"),
-                  encoding="utf-8", errors="replace") as stream:
-            return stream.read()[-4000:]
+        cls.server = Process(
+            shlex.split(command), os.path.join(cls.workdir, "serve.log"),
+            env=cls.env, cwd=cls.workdir)
+        cls.addClassCleanup(cls.server.stop)
+        cls.server.wait_ready(cls.endpoint + "/", 60, status=None)
 
     @classmethod
     def text(cls, name: str) -> str:

@@ -132,7 +132,7 @@ class LifecycleExampleTest(_DocsServer):
         self.assertGreaterEqual(time.time(), expires_at,
                                 "released before the lease ended")
         self.assertNothingAllocated()
-        log = self.server_log()
+        log = self.server.log_tail(4000)
         for member in members:
             self.assertIn(f"Lease of allocation {member['uuid']} expired",
                           log)

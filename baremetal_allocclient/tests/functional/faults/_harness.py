@@ -28,7 +28,6 @@ import os
 import random
 import signal
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -38,14 +37,13 @@ import requests
 import testtools
 from testtools.content import text_content
 
-from baremetal_allocclient.tests.fixtures import launcher
+from baremetal_allocclient.tests.fixtures import databases, launcher
 from baremetal_allocclient.tests.fixtures.launcher import (
     ServerProcess,
 )
 from baremetal_allocclient.tests.functional.faults import _invariants
 from baremetal_allocclient.tests.functional.multiprocess import (
     _cluster,
-    _databases,
     _proxy,
 )
 
@@ -55,7 +53,7 @@ FIGURES_ENV = "BAREMETAL_ALLOC_FAULT_FIGURES"
 HEADERS = {"X-OpenStack-Ironic-API-Version": "latest"}
 #: Bounded wait for "nothing allocating, no transition running".
 SETTLE_TIMEOUT = 60.0
-_DB_ENVS = (_databases.POSTGRESQL_ENV, _databases.MYSQL_ENV)
+_DB_ENVS = (databases.POSTGRESQL_ENV, databases.MYSQL_ENV)
 
 
 def soak() -> bool:
@@ -249,22 +247,17 @@ class FaultCase(testtools.TestCase):
     """
 
     kind: ClassVar[str]
-    db: ClassVar[_databases.ScratchDatabase]
+    db: ClassVar[databases.ScratchDatabase]
     workdir: ClassVar[str]
     totals: ClassVar[dict[str, int]]
 
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        cls.db = _databases.ScratchDatabase(cls.kind)
-        cls.addClassCleanup(cls.db.drop)
-        tmp = tempfile.TemporaryDirectory(prefix="bm-alloc-faults-")
-        cls.addClassCleanup(tmp.cleanup)
-        cls.workdir = tmp.name
+        cls.db, cls.workdir = _cluster.scratch(cls.addClassCleanup, cls.kind)
         cls.totals = {"scenarios": 0, "faults": 0, "requests": 0,
                       "violations": 0}
         cls.addClassCleanup(cls._print_totals)
-        _cluster.upgrade(cls.db.url)
 
     @classmethod
     def _print_totals(cls) -> None:

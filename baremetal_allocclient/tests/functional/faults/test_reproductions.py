@@ -20,11 +20,8 @@ from typing import Any
 
 import requests
 
-from baremetal_allocclient.tests.fixtures.launcher import (
-    SERVER,
-    ServerProcess,
-    free_port,
-)
+from baremetal_allocclient.tests.fixtures.launcher import ServerProcess
+from baremetal_allocclient.tests.fixtures.processes import answers
 from baremetal_allocclient.tests.functional.faults import _harness
 from baremetal_allocclient.tests.functional.multiprocess import _cluster
 
@@ -110,22 +107,14 @@ class _IdReuse:
     def _same_name_twice(self) -> None:
         s = self.scenario
         name = f"{s.prefix}-twin"
-        procs = []
         servers = []
         for _ in range(2):
             twin = ServerProcess(self.db.url)  # type: ignore[attr-defined]
             self.addCleanup(twin.cleanup)  # type: ignore[attr-defined]
             servers.append(twin)
         for twin in servers:
-            twin.port = free_port()
-            log = open(twin.log_path, "a", encoding="utf-8")  # noqa: SIM115
-            twin.proc = subprocess.Popen(
-                [SERVER, "serve", "--host", "127.0.0.1", "--port",
-                 str(twin.port), "--db", self.db.url,  # type: ignore[attr-defined]
-                 "--conductor-name", name, *FAST],
-                stdout=log, stderr=subprocess.STDOUT, text=True)
-            log.close()
-            procs.append(twin.proc)
+            twin.launch("--conductor-name", name, *FAST)
+        procs = [twin.proc for twin in servers if twin.proc is not None]
         s.note(f"started two processes as {name}: "
                f"{[p.pid for p in procs]}")
         # Registration waits at most heartbeat timeout + 2 intervals.
@@ -141,14 +130,9 @@ class _IdReuse:
             s.violation(f"two live processes serve as conductor {name}")
 
 
-def _answers(server: Any) -> bool:
-    if server.proc.poll() is not None:
-        return False
-    try:
-        requests.get(server.endpoint + "/", timeout=1)
-    except requests.RequestException:
-        return False
-    return True
+def _answers(server: ServerProcess) -> bool:
+    return (server.proc is not None and server.proc.poll() is None
+            and answers(server.endpoint + "/"))
 
 
 class _Backfill:

@@ -21,7 +21,7 @@ import requests
 from keystoneauth1 import session as ks_session
 from keystoneauth1.identity import v3
 
-from baremetal_allocclient.tests.fixtures.launcher import free_port
+from baremetal_allocclient.tests.fixtures.processes import free_port
 from baremetal_allocclient.tests.functional.keystone import _keystone
 from baremetal_allocclient.tests.functional.security import _support as sup
 

@@ -15,24 +15,18 @@ the first process keeps Keystone's default lifetime for everything else.
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
-import tempfile
-from collections.abc import Sequence
 
-from baremetal_allocclient.tests.functional import targets
-from baremetal_allocclient.tests.functional.targets import (
-    _die_with_parent,
-    _Process,
-    free_port,
+from baremetal_allocclient.tests.fixtures.peers import (
+    Peer,
+    ensure_venv,
+    run_setup,
+    venv_path,
 )
+from baremetal_allocclient.tests.fixtures.processes import free_port
 
 VENV_ENV = "BAREMETAL_ALLOC_KEYSTONE_VENV"
 REQUIREMENTS = ("keystone", "gunicorn")
 REGION = "RegionOne"
-_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
-_START_TIMEOUT = 120.0
 
 # Runs inside the Keystone virtualenv.  Keystone's oslo.config parses the
 # command line, so gunicorn is configured here rather than by arguments.
@@ -57,15 +51,10 @@ Keystone().run()
 """
 
 
-def venv_path() -> str:
-    """Where the Keystone virtualenv lives."""
-    return os.path.abspath(os.environ.get(
-        VENV_ENV, os.path.join(_REPO_ROOT, ".venv-keystone")))
-
-
-def ensure_venv() -> str:
+def ensure_keystone_venv() -> str:
     """Install Keystone once (file-locked); return the venv's bin dir."""
-    return targets.ensure_venv(venv_path(), REQUIREMENTS, "Keystone")
+    return ensure_venv(venv_path(VENV_ENV, ".venv-keystone"), REQUIREMENTS,
+                       "Keystone")
 
 
 def _config(workdir: str, token_expiration: int | None = None) -> str:
@@ -81,36 +70,53 @@ def _config(workdir: str, token_expiration: int | None = None) -> str:
     )
 
 
-def _environment(conf: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
-    env["OS_KEYSTONE_CONFIG_FILES"] = conf
-    return env
+class _KeystoneProcess(Peer):
+    """A Keystone process serving the configuration ``conf``."""
+
+    name = "keystone"
+    ready_path = "/v3"
+    start_timeout = 120.0
+
+    def __init__(self, bin_dir: str, workdir: str | None = None) -> None:
+        self.bin_dir = bin_dir
+        super().__init__(workdir)
+        self.conf = os.path.join(self.workdir, "keystone.conf")
+
+    @property
+    def url(self) -> str:
+        """The identity API (what clients call ``auth_url``)."""
+        return self.endpoint + "/v3"
+
+    def environment(self) -> dict[str, str]:
+        return {"OS_KEYSTONE_CONFIG_FILES": self.conf}
+
+    def command(self, port: int) -> list[str]:
+        return [os.path.join(self.bin_dir, "python"), "-c", _RUNNER,
+                str(port)]
 
 
-class Keystone:
-    """One bootstrapped Keystone process on a loopback port."""
+class Keystone(_KeystoneProcess):
+    """One bootstrapped Keystone process on a loopback port (a port that
+    does not move: bootstrap writes its URL into the catalog)."""
+
+    movable = False
 
     def __init__(self, admin_password: str) -> None:
-        self.bin_dir = ensure_venv()
-        self.workdir = tempfile.mkdtemp(prefix="baremetal-alloc-keystone-")
-        self.conf = os.path.join(self.workdir, "keystone.conf")
+        super().__init__(ensure_keystone_venv())
         with open(self.conf, "w") as handle:
             handle.write(_config(self.workdir))
-        self._env = _environment(self.conf)
-        self._process: _Process | None = None
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/v3"
         try:
             self._bootstrap(admin_password)
-            self._start()
+            self.start()
         except BaseException:
             self.close()
             raise
 
     def _manage(self, *args: str, what: str) -> None:
-        targets.run_setup(
-            [os.path.join(self.bin_dir, "keystone-manage"),
-             "--config-file", self.conf, *args], 600, what, self._env)
+        run_setup([os.path.join(self.bin_dir, "keystone-manage"),
+                   "--config-file", self.conf, *args], 600, what,
+                  self.environment())
 
     def _bootstrap(self, admin_password: str) -> None:
         owner = ["--keystone-user", str(os.getuid()),
@@ -125,73 +131,33 @@ class Keystone:
             "--bootstrap-internal-url", self.url,
             "--bootstrap-region-id", REGION, what="keystone bootstrap")
 
-    def _start(self) -> None:
-        self._process = _serve(self.bin_dir, self.workdir, self.port,
-                               self._env, "keystone.log")
-        self._process.wait_ready(self.url, _START_TIMEOUT)
-
     def issuer(self, token_expiration: int) -> Issuer:
         """A second process on this database and these keys whose tokens
         expire after ``token_expiration`` seconds; ``close`` stops it."""
         return Issuer(self, token_expiration)
 
-    def log_tail(self) -> str:
-        """The end of Keystone's log."""
-        return self._process.log_tail() if self._process else ""
 
-    def close(self) -> None:
-        """Stop the process and remove everything."""
-        if self._process is not None:
-            self._process.stop(keep_workdir=True)
-            self._process = None
-        shutil.rmtree(self.workdir, ignore_errors=True)
-
-
-class Issuer:
+class Issuer(_KeystoneProcess):
     """A Keystone process sharing another's database and keys, with its
     own ``[token] expiration``: its tokens are valid everywhere in that
     Keystone until they expire."""
 
     def __init__(self, keystone: Keystone, token_expiration: int) -> None:
-        conf = os.path.join(keystone.workdir,
-                            f"keystone-{token_expiration}s.conf")
-        with open(conf, "w") as handle:
-            handle.write(_config(keystone.workdir, token_expiration))
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/v3"
-        self._process: _Process | None = _serve(
-            keystone.bin_dir, keystone.workdir, self.port,
-            _environment(conf), f"keystone-{self.port}.log")
+        super().__init__(keystone.bin_dir, keystone.workdir)
+        self.conf = os.path.join(self.workdir,
+                                 f"keystone-{token_expiration}s.conf")
+        with open(self.conf, "w") as handle:
+            handle.write(_config(self.workdir, token_expiration))
         try:
-            self._process.wait_ready(self.url, _START_TIMEOUT)
+            self.start()
         except BaseException:
             self.close()
             raise
 
+    @property
+    def log_path(self) -> str:
+        return self.conf[:-len(".conf")] + ".log"
+
     def close(self) -> None:
-        """Stop the process (its log stays with the first process's)."""
-        if self._process is not None:
-            self._process.stop(keep_workdir=True)
-            self._process = None
-
-
-def _serve(bin_dir: str, workdir: str, port: int, env: dict[str, str],
-           log_name: str) -> _Process:
-    argv = [os.path.join(bin_dir, "python"), "-c", _RUNNER, str(port)]
-    return _EnvProcess(argv, workdir, env, log_name)
-
-
-class _EnvProcess(_Process):
-    """A process with Keystone's environment (``_Process`` drops ``OS_*``
-    variables; Keystone needs OS_KEYSTONE_CONFIG_FILES)."""
-
-    def __init__(self, argv: Sequence[str], workdir: str,
-                 env: dict[str, str], log_name: str) -> None:
-        self.workdir = workdir
-        self.log_path = os.path.join(workdir, log_name)
-        self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop
-        self.popen = subprocess.Popen(
-            list(argv), stdin=subprocess.DEVNULL, stdout=self._log,
-            stderr=subprocess.STDOUT, cwd=workdir, env=env,
-            preexec_fn=_die_with_parent,
-        )
+        """Stop the process (its files stay with the first process's)."""
+        self.stop()

@@ -26,6 +26,7 @@ from keystoneauth1 import session as ks_session
 from keystoneauth1.identity import v3
 
 from baremetal_allocclient import exceptions, leases
+from baremetal_allocclient.tests.fixtures.processes import StartError
 from baremetal_allocclient.tests.functional.keystone import _cloud, _keystone
 from baremetal_allocclient.tests.functional.keystone._cloud import (
     ADMIN,
@@ -35,7 +36,6 @@ from baremetal_allocclient.tests.functional.keystone._cloud import (
     SERVICE,
 )
 from baremetal_allocclient.tests.functional.security import _support as sup
-from baremetal_allocclient.tests.functional.targets import TargetError
 from baremetal_allocclient.v1 import Client
 
 #: The server's default ``[keystone_authtoken] token_cache_time``.
@@ -67,8 +67,8 @@ class KeystoneTests(testtools.TestCase):
     def setUpClass(cls) -> None:
         super().setUpClass()
         try:
-            _keystone.ensure_venv()
-        except (TargetError, OSError, subprocess.TimeoutExpired) as exc:
+            _keystone.ensure_keystone_venv()
+        except (StartError, OSError, subprocess.TimeoutExpired) as exc:
             raise cls.skipException(
                 f"Keystone could not be installed from PyPI: {exc}") from exc
         cls.cloud = _cloud.Cloud()

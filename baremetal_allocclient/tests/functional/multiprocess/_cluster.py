@@ -12,12 +12,10 @@ from typing import Any, ClassVar
 
 import requests
 
-from baremetal_allocclient.tests.fixtures import launcher
+from baremetal_allocclient.tests.fixtures import databases, launcher
 from baremetal_allocclient.tests.fixtures.launcher import (
     ServerProcess,
-    upgrade,
 )
-from baremetal_allocclient.tests.functional.multiprocess import _databases
 
 _HEADERS = {"X-OpenStack-Ironic-API-Version": "latest"}
 #: Short intervals so that take-over happens within seconds in tests.
@@ -38,7 +36,7 @@ class ClusterCase:
     class; a fresh resource class ``rc`` and name ``prefix`` per test."""
 
     kind: ClassVar[str]
-    db: ClassVar[_databases.ScratchDatabase]
+    db: ClassVar[databases.ScratchDatabase]
     workdir: ClassVar[str]
 
     @classmethod
@@ -55,19 +53,17 @@ class ClusterCase:
 
 
 def scratch(add_cleanup: Callable[..., object], kind: str
-            ) -> tuple[_databases.ScratchDatabase, str]:
+            ) -> tuple[databases.ScratchDatabase, str]:
     """A scratch database of ``kind`` with the schema, and a work
     directory; ``add_cleanup`` (a test's or a class's) removes both."""
-    db = _databases.ScratchDatabase(kind)
-    add_cleanup(db.drop)
+    db = databases.scratch(add_cleanup, kind, schema=True)
     tmp = tempfile.TemporaryDirectory(prefix="bm-alloc-cluster-")
     add_cleanup(tmp.cleanup)
-    upgrade(db.url)
     return db, tmp.name
 
 
 def fleet(add_cleanup: Callable[..., object], kind: str, nodes: int
-          ) -> tuple[_databases.ScratchDatabase, str]:
+          ) -> tuple[databases.ScratchDatabase, str]:
     """:func:`scratch` with ``nodes`` available nodes enrolled in a fresh
     resource class; (database, resource class)."""
     db, workdir = scratch(add_cleanup, kind)

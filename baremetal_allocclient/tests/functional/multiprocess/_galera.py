@@ -23,7 +23,7 @@ from typing import Any
 
 import pymysql
 
-from baremetal_allocclient.tests.fixtures.launcher import free_port
+from baremetal_allocclient.tests.fixtures.processes import free_port
 
 MARIADBD = shutil.which("mariadbd", path="/usr/sbin:/usr/bin:"
                         + os.environ.get("PATH", "")) or "/usr/sbin/mariadbd"

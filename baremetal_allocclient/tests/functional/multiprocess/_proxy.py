@@ -18,6 +18,8 @@ import threading
 
 from sqlalchemy.engine import make_url
 
+from baremetal_allocclient.tests.fixtures.processes import free_port
+
 _CHUNK = 65536
 #: Where a database URL without a port points.
 DEFAULT_PORTS = {"postgresql": 5432, "mysql": 3306}
@@ -28,9 +30,7 @@ class TcpProxy:
 
     def __init__(self, target: tuple[str, int]) -> None:
         self.target = target
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = int(probe.getsockname()[1])
+        self.port = free_port()
         self._listener: socket.socket | None = None
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()

@@ -13,13 +13,11 @@ from typing import Any, ClassVar
 
 import testtools
 
+from baremetal_allocclient.tests.fixtures import databases
 from baremetal_allocclient.tests.fixtures.launcher import (
     ServerProcess,
 )
-from baremetal_allocclient.tests.functional.multiprocess import (
-    _cluster,
-    _databases,
-)
+from baremetal_allocclient.tests.functional.multiprocess import _cluster
 
 NODES = 500
 REQUESTS = 600
@@ -31,7 +29,7 @@ class _BurstTests:
 
     kind: ClassVar[str]
     processes: ClassVar[int]
-    db: ClassVar[_databases.ScratchDatabase]
+    db: ClassVar[databases.ScratchDatabase]
     servers: ClassVar[dict[str, ServerProcess]]
     rc: ClassVar[str]
 

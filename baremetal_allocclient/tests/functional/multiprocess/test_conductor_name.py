@@ -21,13 +21,11 @@ import uuid
 import testtools
 from sqlalchemy import create_engine, text
 
+from baremetal_allocclient.tests.fixtures import databases
 from baremetal_allocclient.tests.fixtures.launcher import (
     ServerProcess,
 )
-from baremetal_allocclient.tests.functional.multiprocess import (
-    _cluster,
-    _databases,
-)
+from baremetal_allocclient.tests.functional.multiprocess import _cluster
 
 REFUSAL = "another live process is registered as conductor"
 
@@ -35,9 +33,7 @@ REFUSAL = "another live process is registered as conductor"
 class SimultaneousStartTests(testtools.TestCase):
     def setUp(self) -> None:
         super().setUp()
-        db = _databases.ScratchDatabase("postgresql")
-        self.addCleanup(db.drop)
-        _cluster.upgrade(db.url)
+        db = databases.scratch(self.addCleanup, "postgresql", schema=True)
         self.url = db.url
         self.database = db.name
         self.engine = create_engine(db.url)

@@ -8,18 +8,14 @@ and succeed, never exceed the cap and never be refused.
 
 from __future__ import annotations
 
-import tempfile
 import threading
-import uuid
 from typing import Any, ClassVar
 
 import testtools
 from sqlalchemy import create_engine, text
 
-from baremetal_allocclient.tests.functional.multiprocess import (
-    _cluster,
-    _databases,
-)
+from baremetal_allocclient.tests.fixtures import databases
+from baremetal_allocclient.tests.functional.multiprocess import _cluster
 
 CAP = 3
 NODES = 40
@@ -37,7 +33,7 @@ class _Sampler:
     """Counts the server's connections to ``db_name`` until stopped."""
 
     def __init__(self, kind: str, db_name: str) -> None:
-        self._engine = create_engine(_databases.server_url(kind))
+        self._engine = create_engine(databases.server_url(kind))
         self._sql = text(_COUNT_SQL[kind])
         self._db_name = db_name
         self._stop = threading.Event()
@@ -67,13 +63,7 @@ class _BudgetTests:
 
     def test_a_burst_queues_within_the_cap_and_succeeds(self) -> None:
         case: Any = self
-        db = _databases.ScratchDatabase(self.kind)
-        case.addCleanup(db.drop)
-        workdir = tempfile.TemporaryDirectory(prefix="bm-alloc-budget-")
-        case.addCleanup(workdir.cleanup)
-        rc = "rc-" + uuid.uuid4().hex[:12]
-        _cluster.upgrade(db.url)
-        _cluster.enroll(db.url, workdir.name, NODES, rc)
+        db, rc = _cluster.fleet(case.addCleanup, self.kind, NODES)
         # --db-connections given last wins over the helper's default.
         server = _cluster.start(db.url, "budget", "--db-connections",
                                 str(CAP), "--threads", "32")

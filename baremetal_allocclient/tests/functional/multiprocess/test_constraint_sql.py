@@ -12,7 +12,7 @@ stopped matching after it was picked is not taken.
 from __future__ import annotations
 
 import random
-from typing import Any, ClassVar
+from typing import Any
 
 import testtools
 from sqlalchemy import delete, update
@@ -24,14 +24,13 @@ from baremetal_allocclient.server.allocation import (
     reservation,
     selection,
 )
-from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import (
     Allocation,
     Node,
     NodeTrait,
     utcnow,
 )
-from baremetal_allocclient.tests.functional.multiprocess import _databases
+from baremetal_allocclient.tests.fixtures import databases
 
 _RC = "gold"
 #: (name, properties, traits, group, shard, owner, lessee, maintenance)
@@ -78,21 +77,12 @@ _REQUESTS: tuple[tuple[dict[str, Any], Constraints], ...] = (
 )
 
 
-class _ConstraintSqlTests:
+class _ConstraintSqlTests(databases.MigratedPerClass):
     """Mixin; ``kind`` is set by the concrete classes."""
-
-    kind: ClassVar[str]
-    scratch: ClassVar[_databases.ScratchDatabase]
-    db: ClassVar[Database]
 
     @classmethod
     def setUpClass(cls) -> None:
-        super().setUpClass()  # type: ignore[misc]
-        cls.scratch = _databases.ScratchDatabase(cls.kind)
-        cls.addClassCleanup(cls.scratch.drop)  # type: ignore[attr-defined]
-        cls.db = Database(cls.scratch.url)
-        cls.addClassCleanup(cls.db.dispose)  # type: ignore[attr-defined]
-        cls.db.upgrade()
+        super().setUpClass()
         with cls.db.write() as session:
             for (name, props, traits, group, shard, owner, lessee,
                  maint) in _FLEET:

@@ -19,7 +19,7 @@ import requests
 import testtools
 
 from baremetal_allocclient.tests.fixtures import launcher
-from baremetal_allocclient.tests.fixtures.launcher import free_port
+from baremetal_allocclient.tests.fixtures.processes import free_port
 from baremetal_allocclient.tests.functional.multiprocess import (
     _cluster,
     _proxy,

@@ -31,6 +31,7 @@ import testtools
 
 from baremetal_allocclient.tests.fixtures.launcher import (
     ServerProcess,
+    upgrade,
 )
 from baremetal_allocclient.tests.functional.multiprocess import (
     _cluster,
@@ -63,7 +64,7 @@ class GaleraTests(testtools.TestCase):
         cls.cluster = _galera.GaleraCluster(3)
         cls.addClassCleanup(cls.cluster.stop)
         cls.cluster.start()
-        _cluster.upgrade(cls.url(0))
+        upgrade(cls.url(0))
 
     @classmethod
     def url(cls, index: int) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime
 import uuid
-from typing import Any, ClassVar
+from typing import Any
 
 import testtools
 from sqlalchemy import select
@@ -22,31 +22,17 @@ from baremetal_allocclient.server.allocation import (
 )
 from baremetal_allocclient.server.allocation.selection import Request
 from baremetal_allocclient.server.allocation.states import ACTIVE, ALLOCATING
-from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import (
     Allocation,
     Node,
     NodeTrait,
     utcnow,
 )
-from baremetal_allocclient.tests.functional.multiprocess import _databases
+from baremetal_allocclient.tests.fixtures import databases
 
 
-class _GroupLine:
+class _GroupLine(databases.MigratedPerClass):
     """Mixin: ``kind`` is set by the concrete classes."""
-
-    kind: ClassVar[str]
-    db: ClassVar[Database]
-    scratch: ClassVar[_databases.ScratchDatabase]
-
-    @classmethod
-    def setUpClass(cls) -> None:
-        super().setUpClass()  # type: ignore[misc]
-        cls.scratch = _databases.ScratchDatabase(cls.kind)
-        cls.addClassCleanup(cls.scratch.drop)  # type: ignore[attr-defined]
-        cls.db = Database(cls.scratch.url)
-        cls.addClassCleanup(cls.db.dispose)  # type: ignore[attr-defined]
-        cls.db.upgrade()
 
     def setUp(self) -> None:
         super().setUp()  # type: ignore[misc]

@@ -16,14 +16,12 @@ import requests
 import testtools
 
 from baremetal_allocclient import groups
+from baremetal_allocclient.tests.fixtures import databases
 from baremetal_allocclient.tests.fixtures.launcher import (
     ServerProcess,
 )
 from baremetal_allocclient.tests.functional.faults import _invariants
-from baremetal_allocclient.tests.functional.multiprocess import (
-    _cluster,
-    _databases,
-)
+from baremetal_allocclient.tests.functional.multiprocess import _cluster
 
 NODES = 48
 GROUPS = 20
@@ -36,7 +34,7 @@ class _GroupRace:
     """Mixin: ``kind`` is set by the concrete classes."""
 
     kind: ClassVar[str]
-    db: ClassVar[_databases.ScratchDatabase]
+    db: ClassVar[databases.ScratchDatabase]
     servers: ClassVar[list[ServerProcess]]
     rc: ClassVar[str]
 

@@ -36,8 +36,8 @@ from sqlalchemy.exc import DBAPIError
 from baremetal_allocclient.server.db import engine as db_engine
 from baremetal_allocclient.server.db.driver_statements import DriverStatement
 from baremetal_allocclient.server.db.engine import Database
+from baremetal_allocclient.tests.fixtures import databases
 from baremetal_allocclient.tests.fixtures.wsgi import WsgiApp
-from baremetal_allocclient.tests.functional.multiprocess import _databases
 
 _HEADERS = {"X-OpenStack-Ironic-API-Version": "latest"}
 _BACKEND_ID = {"postgresql": "pg_backend_pid()",
@@ -56,8 +56,7 @@ class _IdlePing:
     def setUp(self) -> None:
         super().setUp()  # type: ignore[misc]
         case: Any = self
-        scratch = _databases.ScratchDatabase(self.kind)
-        case.addCleanup(scratch.drop)
+        scratch = databases.scratch(case.addCleanup, self.kind)
         # Every block below gets the same connection.
         self.db = Database(scratch.url, max_connections=self.connections)
         case.addCleanup(self.db.dispose)

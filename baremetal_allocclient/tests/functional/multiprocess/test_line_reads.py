@@ -31,10 +31,8 @@ from baremetal_allocclient.server.allocation.line import queries
 from baremetal_allocclient.server.allocation.states import ACTIVE, ALLOCATING
 from baremetal_allocclient.server.db.driver_statements import driver_statement
 from baremetal_allocclient.server.db.models import Allocation, Node, utcnow
-from baremetal_allocclient.tests.functional.multiprocess import (
-    _databases,
-    _reads,
-)
+from baremetal_allocclient.tests.fixtures import databases
+from baremetal_allocclient.tests.functional.multiprocess import _reads
 
 RC = "line-class"
 SETTLED = 3000
@@ -53,7 +51,7 @@ def _row(index: int, state: str, deadline: datetime.datetime | None,
             "created_at": utcnow()}
 
 
-class _LineReads(_databases.MigratedPerClass):
+class _LineReads(databases.MigratedPerClass):
     def _store(self, first: int, count: int, state: str,
                deadline: datetime.datetime | None = None) -> list[int]:
         rows = [_row(first + index, state, deadline, "p1")

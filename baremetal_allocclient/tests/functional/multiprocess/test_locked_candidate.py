@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid as uuidlib
-from typing import Any, ClassVar
+from typing import Any
 
 import testtools
 from sqlalchemy import select
@@ -23,24 +23,15 @@ from baremetal_allocclient.server.allocation.backends.base import Job
 from baremetal_allocclient.server.allocation.backends.database import (
     DatabaseBackend,
 )
-from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import Allocation, Node, utcnow
-from baremetal_allocclient.tests.functional.multiprocess import _databases
+from baremetal_allocclient.tests.fixtures import databases
 
 #: How long the other transaction holds the node: longer than the four
 #: skipping rounds take, far shorter than the lock timeout (5 s).
 _HOLD = 1.0
 
 
-class _LockedCandidateTests:
-    kind: ClassVar[str]
-    db: ClassVar[Database]
-
-    @classmethod
-    def setUpClass(cls) -> None:
-        super().setUpClass()  # type: ignore[misc]
-        cls.db = _databases.migrated_for_class(
-            cls, cls.kind)  # type: ignore[arg-type]
+class _LockedCandidateTests(databases.MigratedPerClass):
 
     def _node(self, rc: str) -> int:
         with self.db.write() as session:

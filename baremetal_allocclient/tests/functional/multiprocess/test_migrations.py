@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime
 import time
 import uuid
-from typing import Any, ClassVar
+from typing import Any
 
 import testtools
 from alembic import command
@@ -40,20 +40,11 @@ from baremetal_allocclient.server.db.models import (
     NodeTrait,
     utcnow,
 )
-from baremetal_allocclient.tests.functional.multiprocess import _databases
+from baremetal_allocclient.tests.fixtures import databases
 
 
-class _MigrationTests:
+class _MigrationTests(databases.ScratchPerClass):
     """Mixin; ``kind`` is set by the concrete classes."""
-
-    kind: ClassVar[str]
-    scratch: ClassVar[_databases.ScratchDatabase]
-
-    @classmethod
-    def setUpClass(cls) -> None:
-        super().setUpClass()  # type: ignore[misc]
-        cls.scratch = _databases.ScratchDatabase(cls.kind)
-        cls.addClassCleanup(cls.scratch.drop)  # type: ignore[attr-defined]
 
     @classmethod
     def url(cls) -> str:
@@ -345,8 +336,7 @@ class _MigrationTests:
         case.assertEqual({"utf8mb4_nopad_bin"}, set(migrated.values()))
         case.assertEqual({"utf8mb4_nopad_bin"},
                          self._table_collations(self.db))
-        scratch = _databases.ScratchDatabase("mysql")
-        case.addCleanup(scratch.drop)
+        scratch = databases.scratch(case.addCleanup, "mysql")
         other = Database(self.url().replace(self.scratch.name, scratch.name))
         case.addCleanup(other.dispose)
         Base.metadata.create_all(other.engine)
@@ -458,8 +448,7 @@ class MariaDBUrlMigrationTests(_MigrationTests, testtools.TestCase):
     def test_upgrade_widens_a_whole_second_heartbeat(self) -> None:
         """A schema made through such a URL before the fix had DATETIME
         (whole seconds) for the heartbeat; the upgrade widens it."""
-        scratch = _databases.ScratchDatabase("mysql")
-        self.addCleanup(scratch.drop)
+        scratch = databases.scratch(self.addCleanup, "mysql")
         db = Database(_as_mariadb(scratch.url))
         self.addCleanup(db.dispose)
         with db.engine.begin() as conn:

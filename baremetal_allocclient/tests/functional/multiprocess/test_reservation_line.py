@@ -28,12 +28,12 @@ from baremetal_allocclient.server.db.models import (
     NodeTrait,
     utcnow,
 )
-from baremetal_allocclient.tests.functional.multiprocess import _databases
+from baremetal_allocclient.tests.fixtures import databases
 
 AFFINITY = "reserving-conductor"
 
 
-class _ReservationBesideTheLine(_databases.MigratedPerClass):
+class _ReservationBesideTheLine(databases.MigratedPerClass):
     def setUp(self) -> None:
         super().setUp()  # type: ignore[misc]
         self.case: Any = self

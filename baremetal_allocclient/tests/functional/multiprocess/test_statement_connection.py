@@ -19,7 +19,7 @@ from sqlalchemy import func, select
 from baremetal_allocclient.server.db.driver_statements import driver_statement
 from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import Allocation
-from baremetal_allocclient.tests.functional.multiprocess import _databases
+from baremetal_allocclient.tests.fixtures import databases
 
 
 class _StatementConnection:
@@ -28,8 +28,8 @@ class _StatementConnection:
 
     def setUp(self) -> None:
         super().setUp()  # type: ignore[misc]
-        scratch = _databases.ScratchDatabase(self.kind)
-        self.addCleanup(scratch.drop)  # type: ignore[attr-defined]
+        scratch = databases.scratch(
+            self.addCleanup, self.kind)  # type: ignore[attr-defined]
         # One pooled connection: every block below gets the same one.
         self.db = Database(scratch.url, max_connections=1)
         self.addCleanup(self.db.dispose)  # type: ignore[attr-defined]

@@ -25,10 +25,10 @@ from typing import Any
 import testtools
 from sqlalchemy import event
 
-from baremetal_allocclient.tests.functional.multiprocess import _databases
+from baremetal_allocclient.tests.fixtures import databases
 
 
-class _WarmConnection(_databases.MigratedPerClass):
+class _WarmConnection(databases.MigratedPerClass):
     def setUp(self) -> None:
         super().setUp()  # type: ignore[misc]
         self.db.dispose()  # a new pool, nothing kept

@@ -36,10 +36,8 @@ from baremetal_allocclient.server.db.driver_statements import (
 )
 from baremetal_allocclient.server.db.models import Node, NodeTrait
 from baremetal_allocclient.server.domain.principal import Principal
-from baremetal_allocclient.tests.functional.multiprocess import (
-    _databases,
-    _reads,
-)
+from baremetal_allocclient.tests.fixtures import databases
+from baremetal_allocclient.tests.functional.multiprocess import _reads
 
 #: Reads allowed beyond twice the small class's (SQLite counts
 #: virtual-machine steps in tens): far below one per node passed over.
@@ -48,7 +46,7 @@ SLACK = 100
 COMMON = "CUSTOM_COMMON"
 
 
-class _WindowReads(_databases.MigratedPerClass):
+class _WindowReads(databases.MigratedPerClass):
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()

@@ -14,13 +14,9 @@ and can be stopped and started again on the same port and database.
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
-import shutil
 import subprocess
-import tempfile
-import threading
 import time
 import urllib.parse
 from collections.abc import Sequence
@@ -28,25 +24,22 @@ from typing import Any
 
 import requests
 
-from baremetal_allocclient.tests.fixtures.launcher import (
-    ServerProcess,
-    upgrade,
+from baremetal_allocclient.tests.fixtures.launcher import ServerProcess
+from baremetal_allocclient.tests.fixtures.peers import (
+    Lazy,
+    Peer,
+    ensure_venv,
+    run_setup,
+    venv_path,
 )
-from baremetal_allocclient.tests.functional import targets
+from baremetal_allocclient.tests.fixtures.processes import clean_env
 from baremetal_allocclient.tests.functional.targets import (
     Target,
-    TargetError,
-    _Process,
     ensure_ironic_venv,
-    free_port,
 )
 
 VENV_ENV = "BAREMETAL_ALLOC_PLACEMENT_VENV"
 REQUIREMENTS = ("openstack-placement",)
-_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
-_MARKER = ".baremetal-alloc-ready"
-_INSTALL_TIMEOUT = 1800.0
 _START_TIMEOUT = 120.0
 HEADERS = {"X-Auth-Token": "admin",
            "OpenStack-API-Version": "placement 1.31"}
@@ -71,95 +64,46 @@ make_server("127.0.0.1", port, application, WSGIServer, Handler)\
 """
 
 
-def venv_path() -> str:
-    """Where the Placement virtualenv lives."""
-    return os.path.abspath(os.environ.get(
-        VENV_ENV, os.path.join(_REPO_ROOT, ".venv-placement")))
-
-
-def ensure_venv() -> str:
+def ensure_placement_venv() -> str:
     """Install Placement once (file-locked); return the venv's bin dir."""
-    return targets.ensure_venv(venv_path(), REQUIREMENTS, "Placement")
+    return ensure_venv(venv_path(VENV_ENV, ".venv-placement"),
+                       REQUIREMENTS, "Placement")
 
 
-class _EnvProcess(_Process):
-    """A process with Placement's environment (``_Process`` drops all
-    ``OS_*`` variables, Placement needs OS_PLACEMENT_CONFIG_DIR)."""
-
-    def __init__(self, argv: Sequence[str], workdir: str,
-                 env: dict[str, str]) -> None:
-        self.workdir = workdir
-        self.log_path = os.path.join(workdir, "placement.log")
-        self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop
-        self.popen = subprocess.Popen(
-            list(argv), stdin=subprocess.DEVNULL, stdout=self._log,
-            stderr=subprocess.STDOUT, cwd=workdir, env=env,
-        )
-
-
-class Placement:
+class Placement(Peer):
     """One Placement process; ``stop()``/``start()`` keep port and data."""
 
+    name = "placement"
+    start_timeout = _START_TIMEOUT
+
     def __init__(self) -> None:
-        self.bin_dir = ensure_venv()
-        self.workdir = tempfile.mkdtemp(prefix="baremetal-alloc-placement-")
+        self.bin_dir = ensure_placement_venv()
+        super().__init__()
         self.request_log = os.path.join(self.workdir, "requests.log")
-        self._env = {
-            k: v for k, v in os.environ.items() if not k.startswith("OS_")
-        }
-        self._env["OS_PLACEMENT_CONFIG_DIR"] = self.workdir
-        with open(os.path.join(self.workdir, "placement.conf"), "w") as conf:
-            conf.write(
+        conf = os.path.join(self.workdir, "placement.conf")
+        with open(conf, "w") as handle:
+            handle.write(
                 "[DEFAULT]\nuse_stderr = true\n"
                 "[api]\nauth_strategy = noauth2\n"
                 "[placement_database]\n"
                 f"connection = sqlite:///{self.workdir}/placement.sqlite\n"
             )
-        self._process: _Process | None = None
-        self.port = 0
-        self.endpoint = ""
         try:
-            conf = os.path.join(self.workdir, "placement.conf")
-            targets.run_setup(
+            run_setup(
                 [os.path.join(self.bin_dir, "placement-manage"),
                  "--config-file", conf, "db", "sync"], 300,
-                "creating the Placement schema", self._env)
+                "creating the Placement schema", self.environment())
             self.start()
         except BaseException:
-            self.stop()
-            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.close()
             raise
 
-    def start(self) -> None:
-        """Start (again) on the same port; wait until it answers."""
-        for attempt in range(3):
-            if not self.port:
-                self.port = free_port()
-            self.endpoint = f"http://127.0.0.1:{self.port}"
-            argv = [os.path.join(self.bin_dir, "python"), "-c", _RUNNER,
-                    str(self.port), self.request_log]
-            self._process = _EnvProcess(argv, self.workdir, self._env)
-            try:
-                self._process.wait_ready(self.endpoint + "/", _START_TIMEOUT)
-                return
-            except TargetError:
-                self.stop()
-                with open(os.path.join(self.workdir, "placement.log")) as log:
-                    taken = "Address already in use" in log.read()
-                if attempt == 2 or not taken:
-                    raise
-                self.port = 0
+    def environment(self) -> dict[str, str]:
+        return {"OS_PLACEMENT_CONFIG_DIR": self.workdir}
 
-    def stop(self) -> None:
-        """Stop the process (data and port are kept for ``start``)."""
-        if self._process is not None:
-            self._process.stop(keep_workdir=True)
-            self._process = None
-
-    def close(self) -> None:
-        """Stop and remove everything."""
-        self.stop()
-        shutil.rmtree(self.workdir, ignore_errors=True)
+    def command(self, port: int) -> list[str]:
+        return [os.path.join(self.bin_dir, "python"), "-c", _RUNNER,
+                str(port), self.request_log]
 
     # -- reading Placement's state ----------------------------------------
     def get(self, path: str, **params: str) -> Any:
@@ -211,18 +155,12 @@ class Placement:
             return []
 
 
-_lock = threading.Lock()
-_placement: Placement | None = None
+_PLACEMENT = Lazy(Placement, Placement.close)
 
 
 def placement() -> Placement:
     """The test process's Placement (started on first use)."""
-    global _placement
-    with _lock:
-        if _placement is None:
-            _placement = Placement()
-            atexit.register(_placement.close)
-        return _placement
+    return _PLACEMENT.get()
 
 
 def start_server(
@@ -258,17 +196,11 @@ def start_server(
                   server=server)
 
 
-def upgrade_db(db: str) -> None:
-    """Create the reference schema."""
-    upgrade(db)
-
-
 def run_cli(argv: Sequence[str]) -> Any:
     """Run a CLI command with a clean environment; its JSON output."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
     result = subprocess.run(
-        list(argv), capture_output=True, text=True, timeout=120, env=env,
-        check=False,
+        list(argv), capture_output=True, text=True, timeout=120,
+        env=clean_env(), check=False,
     )
     if result.returncode != 0:
         raise AssertionError(

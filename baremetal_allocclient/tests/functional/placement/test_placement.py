@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
-import shutil
 import sys
-import tempfile
 import time
 import uuid as uuidlib
 from typing import Any, ClassVar
@@ -24,6 +22,7 @@ from baremetal_allocclient.server.allocation.placement.model import (
     MANAGED_TRAIT,
     normalize_resource_class,
 )
+from baremetal_allocclient.tests.fixtures import databases
 from baremetal_allocclient.tests.functional.placement import _service
 from baremetal_allocclient.tests.functional.placement._service import (
     HEADERS,
@@ -42,16 +41,14 @@ class PlacementBackendTests(testtools.TestCase):
     placement: ClassVar[_service.Placement]
     server: ClassVar[Target]
     other: ClassVar[Target]
-    workdir: ClassVar[str]
 
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
         cls.placement = _service.placement()
-        cls.workdir = tempfile.mkdtemp(prefix="baremetal-alloc-pl-test-")
-        db = f"sqlite:///{cls.workdir}/shared.sqlite"
+        db = databases.scratch(cls.addClassCleanup, "sqlite",
+                               schema=True).url
         try:
-            _service.upgrade_db(db)
             # A slow fake-hardware step makes ``cleaning`` observable.
             cls.server = _service.start_server(
                 db, cls.placement.endpoint, "--step-delay", "1.5"
@@ -67,7 +64,6 @@ class PlacementBackendTests(testtools.TestCase):
             target = cls.__dict__.get(name)
             if target is not None:
                 target.stop()
-        shutil.rmtree(cls.workdir, ignore_errors=True)
 
     @classmethod
     def tearDownClass(cls) -> None:
@@ -112,7 +108,7 @@ class PlacementBackendTests(testtools.TestCase):
     # -- sync ---------------------------------------------------------------
     def test_enroll_creates_providers_inventory_and_traits(self) -> None:
         rc = _rc()
-        nodes = self.server.enroll(
+        nodes = self.server.make_nodes(
             2, rc, traits=["CUSTOM_GOLD", "HW_CPU_X86_AVX2"],
             name_prefix=rc,
         )
@@ -137,7 +133,7 @@ class PlacementBackendTests(testtools.TestCase):
                  == {"HW_CPU_X86_AVX2", MANAGED_TRAIT}, 30, "trait removed")
 
     def test_maintenance_flips_reserved(self) -> None:
-        (node,) = self.server.enroll(1, _rc())
+        (node,) = self.server.make_nodes(1, _rc())
         uuid = node["uuid"]
         self._provider(uuid, reserved=0)
         self.server.expect(202, "PUT", f"/v1/nodes/{uuid}/maintenance",
@@ -147,7 +143,7 @@ class PlacementBackendTests(testtools.TestCase):
         self._provider(uuid, reserved=0)
 
     def test_cleaning_reserves_then_frees(self) -> None:
-        (node,) = self.server.enroll(1, _rc())
+        (node,) = self.server.make_nodes(1, _rc())
         uuid = node["uuid"]
         self._provider(uuid, reserved=0)
         self.server.expect(202, "PUT", f"/v1/nodes/{uuid}/states/provision",
@@ -171,7 +167,7 @@ class PlacementBackendTests(testtools.TestCase):
 
     def test_deleting_a_node_deletes_its_provider(self) -> None:
         rc = _rc()
-        free, allocated = self.server.enroll(2, rc)
+        free, allocated = self.server.make_nodes(2, rc)
         for node in (free, allocated):
             self._provider(node["uuid"], reserved=0)
         self.server.expect(204, "DELETE", f"/v1/nodes/{free['uuid']}")
@@ -193,8 +189,8 @@ class PlacementBackendTests(testtools.TestCase):
     # -- allocation ---------------------------------------------------------
     def test_allocation_with_traits_and_candidates(self) -> None:
         rc = _rc()
-        plain = self.server.enroll(2, rc)
-        gold = self.server.enroll(2, rc, traits=["CUSTOM_GOLD"])
+        plain = self.server.make_nodes(2, rc)
+        gold = self.server.make_nodes(2, rc, traits=["CUSTOM_GOLD"])
         for node in plain + gold:
             self._provider(node["uuid"], reserved=0)
         wanted = gold[1]["uuid"]
@@ -223,7 +219,7 @@ class PlacementBackendTests(testtools.TestCase):
                  "claim removed")
 
     def test_undeploy_removes_the_claim(self) -> None:
-        (node,) = self.other.enroll(1, _rc())
+        (node,) = self.other.make_nodes(1, _rc())
         uuid = node["uuid"]
         self._provider(uuid, reserved=0)
         alloc = self._allocate(self.other, resource_class=node[
@@ -244,7 +240,7 @@ class PlacementBackendTests(testtools.TestCase):
 
     def test_a_node_claimed_elsewhere_is_not_handed_out(self) -> None:
         rc = _rc()
-        (node,) = self.server.enroll(1, rc)
+        (node,) = self.server.make_nodes(1, rc)
         uuid = node["uuid"]
         self._provider(uuid, reserved=0)
         foreign = str(uuidlib.uuid4())  # e.g. Nova's instance
@@ -269,7 +265,7 @@ class PlacementBackendTests(testtools.TestCase):
 
     def test_two_servers_never_hand_out_one_node_twice(self) -> None:
         rc = _rc()
-        nodes = self.server.enroll(3, rc)
+        nodes = self.server.make_nodes(3, rc)
         for node in nodes:
             self._provider(node["uuid"], reserved=0)
         targets = [self.server, self.other] * 4  # 8 requests, 3 nodes
@@ -298,7 +294,7 @@ class PlacementBackendTests(testtools.TestCase):
     # -- outage ---------------------------------------------------------------
     def test_placement_restart_is_reconciled(self) -> None:
         rc = _rc()
-        first, second, third = self.server.enroll(3, rc)
+        first, second, third = self.server.make_nodes(3, rc)
         for node in (first, second, third):
             self._provider(node["uuid"], reserved=0)
         kept = self._allocate(self.server, resource_class=rc,
@@ -329,7 +325,7 @@ class PlacementBackendTests(testtools.TestCase):
         self.assertEqual("active", again["state"], again["last_error"])
 
     def test_reconciliation_repairs_drift(self) -> None:
-        (node,) = self.server.enroll(1, _rc())
+        (node,) = self.server.make_nodes(1, _rc())
         uuid = node["uuid"]
         self._provider(uuid, reserved=0)
         # Someone edits Placement behind our back: traits wiped.
@@ -349,19 +345,17 @@ class CapacityTests(testtools.TestCase):
     """The capacity view with each backend, over HTTP and both CLIs."""
 
     placement: ClassVar[_service.Placement]
-    workdir: ClassVar[str]
     servers: ClassVar[dict[str, Target]]
 
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
         cls.placement = _service.placement()
-        cls.workdir = tempfile.mkdtemp(prefix="baremetal-alloc-cap-test-")
         cls.servers = {}
         try:
             for backend in ("database", "placement"):
-                db = f"sqlite:///{cls.workdir}/{backend}.sqlite"
-                _service.upgrade_db(db)
+                db = databases.scratch(cls.addClassCleanup, "sqlite",
+                                       schema=True).url
                 cls.servers[backend] = _service.start_server(
                     db,
                     cls.placement.endpoint if backend == "placement"
@@ -375,13 +369,12 @@ class CapacityTests(testtools.TestCase):
     def tearDownClass(cls) -> None:
         for target in cls.servers.values():
             target.stop()
-        shutil.rmtree(cls.workdir, ignore_errors=True)
         super().tearDownClass()
 
     def _scenario(self, target: Target) -> str:
         """4 nodes: 1 allocated, 1 in maintenance, 1 manageable, 1 free."""
         rc = _rc()
-        nodes = target.enroll(4, rc)
+        nodes = target.make_nodes(4, rc)
         uuids = [n["uuid"] for n in nodes]
         if target is self.servers["placement"]:
             for uuid in uuids:
@@ -455,10 +448,7 @@ class CloudCredentialsTests(testtools.TestCase):
 
     def test_allocation_through_a_cloud_session(self) -> None:
         placement = _service.placement()
-        workdir = tempfile.mkdtemp(prefix="baremetal-alloc-cloud-test-")
-        self.addCleanup(shutil.rmtree, workdir, True)
-        db = f"sqlite:///{workdir}/cloud.sqlite"
-        _service.upgrade_db(db)
+        db = databases.scratch(self.addCleanup, "sqlite", schema=True).url
         clouds = (
             "clouds:\n"
             "  lab:\n"
@@ -471,7 +461,7 @@ class CloudCredentialsTests(testtools.TestCase):
             db, None, "--placement-cloud", "lab", clouds_yaml=clouds)
         self.addCleanup(target.stop)
         rc = _rc()
-        (node,) = target.enroll(1, rc)
+        (node,) = target.make_nodes(1, rc)
         wait_for(lambda: placement.provider(node["uuid"]), 30, "provider")
         created = target.expect(201, "POST", "/v1/allocations",
                                 {"resource_class": rc})

@@ -22,8 +22,8 @@ import fixtures
 import testtools
 
 from baremetal_allocclient import constraints, exceptions
-from baremetal_allocclient.tests.fixtures import launcher
-from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
+from baremetal_allocclient.tests.fixtures.inprocess import serve_for_class
+from baremetal_allocclient.tests.fixtures.processes import free_port
 from baremetal_allocclient.tests.functional import counting_proxy
 from baremetal_allocclient.tests.functional.frozen_server import (
     DISCOVERY,
@@ -126,13 +126,7 @@ class TestFrozenAfterDiscovery(DeadlineCase):
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        cls.reference = InProcessServer()
-        cls.reference.start()
-
-    @classmethod
-    def tearDownClass(cls) -> None:
-        cls.reference.cleanup()
-        super().tearDownClass()
+        cls.reference = serve_for_class(cls)
 
     def setUp(self) -> None:
         super().setUp()
@@ -182,14 +176,8 @@ class TestNothingLeft(DeadlineCase):
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        cls.reference = InProcessServer()
-        cls.reference.start()
+        cls.reference = serve_for_class(cls)
         cls.nodes = cls.reference.make_nodes(1, "rc-left")
-
-    @classmethod
-    def tearDownClass(cls) -> None:
-        cls.reference.cleanup()
-        super().tearDownClass()
 
     def setUp(self) -> None:
         super().setUp()
@@ -222,7 +210,7 @@ class TestNothingLeft(DeadlineCase):
         self._assert_nothing_deleted(error)
 
     def test_refused_connection_is_not_left(self) -> None:
-        sdk = self.client(f"http://127.0.0.1:{launcher.free_port()}")
+        sdk = self.client(f"http://127.0.0.1:{free_port()}")
         _elapsed, error = timed(lambda: sdk.allocate("rc", timeout=5))
         self.assertIsInstance(error, exceptions.ConnectionFailed)
         self.assertNotIn("Could not delete", self.log.output)

@@ -15,6 +15,7 @@ from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import session as ks_session
 
 from baremetal_allocclient import exceptions
+from baremetal_allocclient.tests.fixtures.processes import free_port
 from baremetal_allocclient.tests.functional import targets
 from baremetal_allocclient.v1 import Client, versions
 
@@ -72,7 +73,7 @@ class SdkTests:
         self.assertEqual(1, len(self.counting.requests))
 
     def test_create_wait_get_and_delete(self) -> None:
-        node = self.target.enroll(1, self.rc, name_prefix=self.rc)[0]
+        node = self.target.make_nodes(1, self.rc, name_prefix=self.rc)[0]
         name = targets.unique("alloc")
         created = self.client.create_allocation(
             self.rc, name=name, extra={"purpose": "functional"})
@@ -112,7 +113,7 @@ class SdkTests:
                           self.client.delete_allocation, name)
 
     def test_delete_node_allocation(self) -> None:
-        node = self.target.enroll(1, self.rc)[0]
+        node = self.target.make_nodes(1, self.rc)[0]
         alloc = self.client.allocate(self.rc, timeout=60)
         self._cleanup_allocation(alloc.ident)
         self.client.delete_node_allocation(node["uuid"])
@@ -181,8 +182,8 @@ class SdkTests:
 
     def test_allocate_with_traits_and_candidates(self) -> None:
         plain, traited = (
-            self.target.enroll(1, self.rc)[0],
-            self.target.enroll(1, self.rc, traits=["CUSTOM_SDK_GPU"])[0])
+            self.target.make_nodes(1, self.rc)[0],
+            self.target.make_nodes(1, self.rc, traits=["CUSTOM_SDK_GPU"])[0])
         alloc = self.client.allocate(self.rc, traits=["CUSTOM_SDK_GPU"],
                                      timeout=60)
         self._cleanup_allocation(alloc.ident)
@@ -196,7 +197,7 @@ class SdkTests:
 
     def test_owner_filters_nodes_and_listing(self) -> None:
         owner = targets.unique("proj")
-        node = self.target.enroll(1, self.rc, owner=owner)[0]
+        node = self.target.make_nodes(1, self.rc, owner=owner)[0]
         alloc = self.client.allocate(self.rc, owner=owner, timeout=60)
         self._cleanup_allocation(str(alloc.uuid))
         self.assertEqual((owner, node["uuid"]), (alloc.owner, alloc.node_uuid))
@@ -214,7 +215,7 @@ class SdkTests:
             and not n.get("target_provision_state"), what="available")
 
     def test_backfill_deployed_node(self) -> None:
-        node = self.target.enroll(1, self.rc)[0]
+        node = self.target.make_nodes(1, self.rc)[0]
         self.target.set_provision(node["uuid"], "active")
         self.target.wait_node(
             node["uuid"], lambda n: n["provision_state"] == "active"
@@ -242,7 +243,7 @@ class SdkTests:
         """``allocate`` sends ``Prefer: wait``: the reference server answers
         with the ``active`` allocation, so nothing is polled; Ironic
         ignores the header and is polled as usual."""
-        (node,) = self.target.enroll(1, self.rc)
+        (node,) = self.target.make_nodes(1, self.rc)
         self.counting.reset()
         alloc = self.client.allocate(self.rc, timeout=60)
         self._cleanup_allocation(alloc.ident)
@@ -300,7 +301,7 @@ class SdkTests:
         self.assertIsNone(alloc.owner)
 
     def test_unreachable_endpoint(self) -> None:
-        port = targets.free_port()
+        port = free_port()
         client = Client.from_endpoint(f"http://127.0.0.1:{port}")
         error = self.assertRaises(
             exceptions.ConnectionFailed, client.get_allocation, "x")
@@ -308,7 +309,7 @@ class SdkTests:
 
     def test_wait_for_fifty_with_one_request_per_round(self) -> None:
         count = 50
-        self.target.enroll(count, self.rc)
+        self.target.make_nodes(count, self.rc)
         # Real Ironic on SQLite loses allocations created in a burst (its
         # worker threads hit "database is locked" and leave them
         # allocating forever; see real-ironic-notes.md), so there they are

@@ -14,7 +14,10 @@ from collections.abc import Sequence
 
 import testtools
 
-from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
+from baremetal_allocclient.tests.fixtures.inprocess import (
+    InProcessServer,
+    serve_for_class,
+)
 from baremetal_allocclient.tests.functional.security import _support as sup
 
 USAGE, API_ERROR, OK = 2, 1, 0
@@ -28,9 +31,7 @@ class HostileCliTests(testtools.TestCase):
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        cls.server = InProcessServer()
-        cls.addClassCleanup(cls.server.cleanup)
-        cls.server.start()
+        cls.server = serve_for_class(cls)
 
     def _run(self, frontend: str, args: Sequence[str]) -> tuple[int, str]:
         if frontend == "openstack":

@@ -16,8 +16,10 @@ from typing import Any, ClassVar
 
 import testtools
 
-from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
-from baremetal_allocclient.tests.functional.multiprocess import _databases
+from baremetal_allocclient.tests.fixtures.inprocess import (
+    InProcessServer,
+    serve_for_class,
+)
 from baremetal_allocclient.tests.functional.security import _support as sup
 
 #: alice's project and bob's: they differ only in case.
@@ -39,19 +41,10 @@ class _ExactComparisonTests:
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()  # type: ignore[misc]
-        scratch = _databases.ScratchDatabase(cls.kind)
-        cls.addClassCleanup(scratch.drop)  # type: ignore[attr-defined]
-        cls.server = InProcessServer()
-        cls.addClassCleanup(cls.server.cleanup)  # type: ignore[attr-defined]
-        cls.server.db_url = scratch.url
-        cls.creds = sup.write_credentials(cls.server.tmpdir, UPPER, LOWER)
-        cls.server.start(
-            "--auth-strategy", "http_basic",
-            "--htpasswd", cls.creds.htpasswd,
-            "--auth-projects", cls.creds.projects,
-            "--db-connections", "4",
-            admin_auth=cls.creds.auth(sup.ADMIN),
-        )
+        cls.server = serve_for_class(cls, "--db-connections", "4",
+                                     kind=cls.kind, http_basic=True,
+                                     projects=(UPPER, LOWER))
+        cls.creds = cls.server.creds
 
     @property
     def alice(self) -> tuple[str, str]:

@@ -26,7 +26,6 @@ from urllib.parse import quote
 
 import requests
 import testtools
-import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import create_engine, text
@@ -34,8 +33,10 @@ from sqlalchemy import create_engine, text
 from baremetal_allocclient.server import openapi
 from baremetal_allocclient.server.api import limits
 from baremetal_allocclient.server.domain import identifiers
-from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
-from baremetal_allocclient.tests.functional.multiprocess import _databases
+from baremetal_allocclient.tests.fixtures.inprocess import (
+    InProcessServer,
+    serve_for_class,
+)
 from baremetal_allocclient.tests.functional.security import _support as sup
 
 FUZZ_EXAMPLES = int(os.environ.get("BAREMETAL_ALLOC_FUZZ_EXAMPLES", "800"))
@@ -265,7 +266,6 @@ class FuzzTests(testtools.TestCase):
     SQLite; subclasses set ``kind`` to run on another database."""
 
     kind = "sqlite"
-    database: _databases.ScratchDatabase
     server: InProcessServer
     creds: sup.Credentials
     pools: Pools
@@ -276,15 +276,10 @@ class FuzzTests(testtools.TestCase):
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        cls.database = _databases.ScratchDatabase(cls.kind)
-        cls.addClassCleanup(cls.database.drop)
-        cls.server = InProcessServer(cls.database.url)
-        cls.addClassCleanup(cls.server.cleanup)
-        cls.creds = sup.write_credentials(cls.server.tmpdir)
-        inventory = os.path.join(cls.server.tmpdir, "inventory.yaml")
         owners = [sup.PROJECT_A, sup.PROJECT_B, None]
-        with open(inventory, "w", encoding="utf-8") as stream:
-            yaml.safe_dump({
+        cls.server = serve_for_class(
+            cls, "--step-delay", "0.01", kind=cls.kind, http_basic=True,
+            inventory={
                 f"fuzz-{i}": {
                     "driver": "fake-hardware",
                     "resource_class": RESOURCE_CLASSES[i % 2],
@@ -292,15 +287,8 @@ class FuzzTests(testtools.TestCase):
                     **({"owner": owners[i % 3]} if owners[i % 3]
                        else {}),
                     **({"lessee": sup.PROJECT_A} if i % 5 == 0 else {}),
-                } for i in range(NODE_COUNT)
-            }, stream)
-        cls.server.start(
-            "--auth-strategy", "http_basic",
-            "--htpasswd", cls.creds.htpasswd,
-            "--auth-projects", cls.creds.projects,
-            "--step-delay", "0.01",
-            admin_auth=cls.creds.auth(sup.ADMIN), inventory=inventory,
-        )
+                } for i in range(NODE_COUNT)})
+        cls.creds = cls.server.creds
         nodes = cls.server.expect(200, "GET", "/v1/nodes/detail")
         cls.pools = Pools(nodes["nodes"])
         cls.statuses = {}

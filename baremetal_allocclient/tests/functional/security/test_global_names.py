@@ -20,9 +20,10 @@ import requests
 import testtools
 
 from baremetal_allocclient.groups import PATH as GROUPS_PATH
-from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
-from baremetal_allocclient.tests.fixtures.launcher import run_cli
-from baremetal_allocclient.tests.functional.multiprocess import _databases
+from baremetal_allocclient.tests.fixtures.inprocess import (
+    InProcessServer,
+    serve_for_class,
+)
 from baremetal_allocclient.tests.functional.security import _support as sup
 
 _GROUPS = {"X-Baremetal-Alloc-Extensions": "groups"}
@@ -40,18 +41,9 @@ class _GlobalNames:
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()  # type: ignore[misc]
-        db = _databases.ScratchDatabase(cls.kind)
-        cls.addClassCleanup(db.drop)  # type: ignore[attr-defined]
-        result = run_cli("db", "upgrade", "--db", db.url, timeout=120)
-        assert result.returncode == 0, result.stderr
-        cls.server = InProcessServer(db.url)
-        cls.addClassCleanup(cls.server.cleanup)  # type: ignore[attr-defined]
-        cls.creds = sup.write_credentials(cls.server.tmpdir)
-        cls.server.start("--auth-strategy", "http_basic",
-                         "--htpasswd", cls.creds.htpasswd,
-                         "--auth-projects", cls.creds.projects,
-                         "--db-connections", "4",
-                         admin_auth=cls.creds.auth(sup.ADMIN))
+        cls.server = serve_for_class(cls, "--db-connections", "4",
+                                     kind=cls.kind, http_basic=True)
+        cls.creds = cls.server.creds
         cls.rc = "rc-" + uuid.uuid4().hex[:8]
         cls.server.make_nodes(2, cls.rc, owner=sup.PROJECT_A)
         cls.server.make_nodes(2, cls.rc, owner=sup.PROJECT_B)

@@ -8,7 +8,10 @@ import uuid
 import testtools
 
 from baremetal_allocclient.server import openapi
-from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
+from baremetal_allocclient.tests.fixtures.inprocess import (
+    InProcessServer,
+    serve_for_class,
+)
 from baremetal_allocclient.tests.functional.security import _support as sup
 
 
@@ -26,15 +29,8 @@ class HttpBasicTests(testtools.TestCase):
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        cls.server = InProcessServer()
-        cls.addClassCleanup(cls.server.cleanup)
-        cls.creds = sup.write_credentials(cls.server.tmpdir)
-        cls.server.start(
-            "--auth-strategy", "http_basic",
-            "--htpasswd", cls.creds.htpasswd,
-            "--auth-projects", cls.creds.projects,
-            admin_auth=cls.creds.auth(sup.ADMIN),
-        )
+        cls.server = serve_for_class(cls, http_basic=True)
+        cls.creds = cls.server.creds
 
     def _assert_401(self, response: object) -> None:
         import requests

@@ -9,7 +9,10 @@ from collections.abc import Iterator
 import testtools
 
 from baremetal_allocclient.server.api import limits
-from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
+from baremetal_allocclient.tests.fixtures.inprocess import (
+    InProcessServer,
+    serve_for_class,
+)
 
 
 class HttpLimitTests(testtools.TestCase):
@@ -19,9 +22,7 @@ class HttpLimitTests(testtools.TestCase):
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        cls.server = InProcessServer()
-        cls.addClassCleanup(cls.server.cleanup)
-        cls.server.start()
+        cls.server = serve_for_class(cls)
 
     def _message(self, response: object) -> str:
         import requests

@@ -7,7 +7,10 @@ from typing import Any
 
 import testtools
 
-from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
+from baremetal_allocclient.tests.fixtures.inprocess import (
+    InProcessServer,
+    serve_for_class,
+)
 from baremetal_allocclient.tests.functional.security import _support as sup
 
 
@@ -24,15 +27,8 @@ class IsolationTests(testtools.TestCase):
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        cls.server = InProcessServer()
-        cls.addClassCleanup(cls.server.cleanup)
-        cls.creds = sup.write_credentials(cls.server.tmpdir)
-        cls.server.start(
-            "--auth-strategy", "http_basic",
-            "--htpasswd", cls.creds.htpasswd,
-            "--auth-projects", cls.creds.projects,
-            admin_auth=cls.creds.auth(sup.ADMIN),
-        )
+        cls.server = serve_for_class(cls, http_basic=True)
+        cls.creds = cls.server.creds
         cls.rc = "rc-" + uuid.uuid4().hex[:8]
         cls.a_nodes = cls.server.make_nodes(2, cls.rc,
                                             owner=sup.PROJECT_A)

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import testtools
 
-from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
-from baremetal_allocclient.tests.functional.multiprocess._databases import (
-    ScratchDatabase,
+from baremetal_allocclient.tests.fixtures.inprocess import (
+    InProcessServer,
+    serve_for_class,
 )
 from baremetal_allocclient.tests.functional.security import _support as sup
 
@@ -45,19 +45,9 @@ class _MemberFigureTests(testtools.TestCase if TYPE_CHECKING else object):
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        scratch = ScratchDatabase(cls.kind)
-        cls.addClassCleanup(scratch.drop)
-        cls.server = InProcessServer()
-        cls.server.db_url = scratch.url
-        cls.addClassCleanup(cls.server.cleanup)
-        cls.creds = sup.write_credentials(cls.server.tmpdir)
-        cls.server.start(
-            "--auth-strategy", "http_basic",
-            "--htpasswd", cls.creds.htpasswd,
-            "--auth-projects", cls.creds.projects,
-            "--queue-interval", "0.2",
-            admin_auth=cls.creds.auth(sup.ADMIN),
-        )
+        cls.server = serve_for_class(cls, "--queue-interval", "0.2",
+                                     kind=cls.kind, http_basic=True)
+        cls.creds = cls.server.creds
 
     def _user(self, user: str) -> tuple[str, str]:
         return self.creds.auth(user)

@@ -36,9 +36,10 @@ from sqlalchemy import create_engine, text
 from baremetal_allocclient.constraints import EXPLAIN_PATH
 from baremetal_allocclient.groups import PATH as GROUPS_PATH
 from baremetal_allocclient.server import openapi
-from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
-from baremetal_allocclient.tests.fixtures.launcher import run_cli
-from baremetal_allocclient.tests.functional.multiprocess import _databases
+from baremetal_allocclient.tests.fixtures.inprocess import (
+    InProcessServer,
+    serve_for_class,
+)
 
 EXAMPLES = int(os.environ.get("BAREMETAL_ALLOC_NUMBER_EXAMPLES", "150"))
 _LEAKS = ("Traceback", "Exceeds the limit", "int_max_str_digits",
@@ -181,14 +182,9 @@ class _NumberInputs:
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()  # type: ignore[misc]
-        db = _databases.ScratchDatabase(cls.kind)
-        cls.addClassCleanup(db.drop)  # type: ignore[attr-defined]
-        result = run_cli("db", "upgrade", "--db", db.url, timeout=120)
-        assert result.returncode == 0, result.stderr
-        cls.server = InProcessServer(db.url)
-        cls.addClassCleanup(cls.server.cleanup)  # type: ignore[attr-defined]
-        cls.server.start("--db-connections", "4", "--max-prefer-wait", "2")
-        cls.engine = create_engine(db.url)
+        cls.server = serve_for_class(cls, "--db-connections", "4",
+                                     "--max-prefer-wait", "2", kind=cls.kind)
+        cls.engine = create_engine(cls.server.db_url)
         cls.addClassCleanup(cls.engine.dispose)  # type: ignore[attr-defined]
         cls.node = cls.server.make_nodes(
             1, "rc-numbers", properties={"cpus": 4})[0]["uuid"]

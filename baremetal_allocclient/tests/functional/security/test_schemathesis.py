@@ -35,13 +35,13 @@ import hypothesis
 import requests
 import schemathesis
 import testtools
-import yaml
 from hypothesis import HealthCheck, settings
 from schemathesis import GenerationMode
 
-from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
-from baremetal_allocclient.tests.fixtures.launcher import run_cli
-from baremetal_allocclient.tests.functional.multiprocess import _databases
+from baremetal_allocclient.tests.fixtures.inprocess import (
+    InProcessServer,
+    serve_for_class,
+)
 
 EXAMPLES = int(os.environ.get("BAREMETAL_ALLOC_SCHEMATHESIS_EXAMPLES", "15"))
 SCENARIOS = int(os.environ.get("BAREMETAL_ALLOC_SCHEMATHESIS_SCENARIOS",
@@ -148,22 +148,12 @@ class _SchemathesisTests:
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()  # type: ignore[misc]
-        db = _databases.ScratchDatabase(cls.kind)
-        cls.addClassCleanup(db.drop)  # type: ignore[attr-defined]
-        cls.server = InProcessServer(db.url)
-        cls.addClassCleanup(cls.server.cleanup)  # type: ignore[attr-defined]
-        result = run_cli("db", "upgrade", "--db", db.url, timeout=120)
-        assert result.returncode == 0, result.stderr
-        inventory = os.path.join(cls.server.tmpdir, "inventory.yaml")
-        with open(inventory, "w", encoding="utf-8") as stream:
-            yaml.safe_dump({
+        cls.server = serve_for_class(
+            cls, "--step-delay", "0.01", "--db-connections", "4",
+            kind=cls.kind, inventory={
                 f"st-{i}": {"driver": "fake-hardware",
                             "resource_class": RESOURCE_CLASS}
-                for i in range(NODE_COUNT)
-            }, stream)
-        result = run_cli("enroll", "--db", db.url, inventory, timeout=120)
-        assert result.returncode == 0, result.stderr
-        cls.server.start("--step-delay", "0.01", "--db-connections", "4")
+                for i in range(NODE_COUNT)})
 
     def test_fuzz_from_the_openapi_document(self) -> None:
         test: Any = self

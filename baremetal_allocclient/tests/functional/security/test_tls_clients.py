@@ -19,7 +19,11 @@ import testtools
 
 from baremetal_allocclient import exceptions
 from baremetal_allocclient.tests.fixtures import preforked
-from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
+from baremetal_allocclient.tests.fixtures.inprocess import (
+    InProcessServer,
+    serve_for_class,
+)
+from baremetal_allocclient.tests.fixtures.processes import clean_env
 from baremetal_allocclient.tests.functional import targets
 from baremetal_allocclient.tests.functional.security import _support as sup
 from baremetal_allocclient.v1 import Client
@@ -36,16 +40,8 @@ class TlsClientTests(testtools.TestCase):
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        cls.server = InProcessServer()
-        cls.addClassCleanup(cls.server.cleanup)
-        cls.creds = sup.write_credentials(cls.server.tmpdir)
-        cls.tls = sup.write_tls(cls.server.tmpdir)
-        cls.server.start(
-            "--auth-strategy", "http_basic",
-            "--htpasswd", cls.creds.htpasswd,
-            "--auth-projects", cls.creds.projects,
-            tls=cls.tls, admin_auth=cls.creds.auth(sup.ADMIN),
-        )
+        cls.server = serve_for_class(cls, http_basic=True, tls=True)
+        cls.creds, cls.tls = cls.server.creds, cls.server.tls
         cls.rc = "rc-" + uuid.uuid4().hex[:8]
         cls.server.make_nodes(3, cls.rc, owner=sup.PROJECT_A)
 
@@ -197,9 +193,7 @@ class TlsClientTests(testtools.TestCase):
               extra_env: dict[str, str] | None = None,
               ) -> subprocess.CompletedProcess[str]:
         bin_dir = targets.ensure_ironic_venv()
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith("OS_")}
-        env.update(extra_env or {})
+        env = clean_env(extra_env)
         return preforked.run([os.path.join(bin_dir, command), *args],
                              env=env, timeout=180)
 

@@ -21,7 +21,10 @@ from collections.abc import Iterator
 import requests
 import testtools
 
-from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
+from baremetal_allocclient.tests.fixtures.inprocess import (
+    InProcessServer,
+    serve_for_class,
+)
 from baremetal_allocclient.tests.functional.security import _support as sup
 
 REQUEST_TIMEOUT = 4.0  # serve --request-timeout
@@ -36,12 +39,10 @@ class TlsFrontEndTests(testtools.TestCase):
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        cls.server = InProcessServer()
-        cls.addClassCleanup(cls.server.cleanup)
-        cls.tls = sup.write_tls(cls.server.tmpdir)
-        cls.server.start("--threads", "8",
-                         "--request-timeout", str(REQUEST_TIMEOUT),
-                         tls=cls.tls)
+        cls.server = serve_for_class(
+            cls, "--threads", "8", "--request-timeout", str(REQUEST_TIMEOUT),
+            tls=True)
+        cls.tls = cls.server.tls
 
     def _tls_socket(self) -> ssl.SSLSocket:
         context = ssl.create_default_context(cafile=self.tls.ca)

@@ -23,7 +23,6 @@ import testtools
 from baremetal_allocclient.server.db.models import Allocation
 from baremetal_allocclient.tests.fixtures import inprocess
 from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
-from baremetal_allocclient.tests.functional.multiprocess import _databases
 
 RC = "stored-json"
 #: Key order that is not sorted, text that ``json.dumps`` escapes, and
@@ -49,10 +48,8 @@ class _AnswersAsStored:
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()  # type: ignore[misc]
-        scratch = _databases.ScratchDatabase(cls.kind)
-        cls.addClassCleanup(scratch.drop)  # type: ignore[attr-defined]
-        cls.db_url = scratch.url
-        cls.server = inprocess.serve_for_class(cls, db_url=scratch.url)
+        cls.server = inprocess.serve_for_class(cls, kind=cls.kind)
+        cls.db_url = cls.server.db_url
         cls.nodes = cls.server.make_nodes(
             3, RC, traits=["CUSTOM_B", "CUSTOM_A"])
 

@@ -12,9 +12,9 @@ from baremetal_allocclient.server.db.engine import head_revision
 from baremetal_allocclient.tests.fixtures.launcher import (
     SERVER,
     ServerProcess,
-    free_port,
     run_cli,
 )
+from baremetal_allocclient.tests.fixtures.processes import free_port
 
 _REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.dirname(os.path.abspath(__file__))))))

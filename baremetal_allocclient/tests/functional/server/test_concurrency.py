@@ -3,22 +3,18 @@
 from __future__ import annotations
 
 import concurrent.futures
-import json
-import os
 import time
 import uuid as uuidlib
-from typing import Any, ClassVar
+from typing import Any
 
 import requests
 import testtools
 
+from baremetal_allocclient.tests.fixtures import databases
 from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
 from baremetal_allocclient.tests.fixtures.launcher import (
     ServerProcess,
-    run_cli,
-    upgrade,
 )
-from baremetal_allocclient.tests.functional.multiprocess import _databases
 
 NODES = 20
 CLIENTS = 30
@@ -32,19 +28,12 @@ class ConcurrencyTests(testtools.TestCase):
         super().setUp()
         self.server = InProcessServer()
         self.addCleanup(self.server.cleanup)
-        upgrade(self.server.db_url)
-        inventory = {
+        self.server.start(inventory={
             f"conc-{i}": {"driver": "fake-hardware",
                           "resource_class": "rc-conc",
                           "traits": ["CUSTOM_FAST"]}
             for i in range(NODES)
-        }
-        path = os.path.join(self.server.tmpdir, "inventory.json")
-        with open(path, "w", encoding="utf-8") as stream:
-            json.dump(inventory, stream)
-        result = run_cli("enroll", "--db", self.server.db_url, path)
-        self.assertEqual(0, result.returncode, result.stderr)
-        self.server.start()
+        })
 
     def _one_client(self, _index: int) -> dict[str, Any]:
         session = requests.Session()
@@ -93,22 +82,13 @@ class ConcurrencyTests(testtools.TestCase):
             self.assertEqual(node["allocation_uuid"], node["instance_uuid"])
 
 
-class _MultiProcessTests:
+class _MultiProcessTests(databases.ScratchPerClass):
     """Two server processes on one database never book a node twice.
 
     The database URLs come from the variables CI sets (see
-    :mod:`baremetal_allocclient.tests.functional.multiprocess._databases`);
+    :mod:`baremetal_allocclient.tests.fixtures.databases`);
     each class creates a database of its own there and drops it after.
     """
-
-    kind: ClassVar[str]
-    scratch: ClassVar[_databases.ScratchDatabase]
-
-    @classmethod
-    def setUpClass(cls) -> None:
-        super().setUpClass()  # type: ignore[misc]
-        cls.scratch = _databases.ScratchDatabase(cls.kind)
-        cls.addClassCleanup(cls.scratch.drop)  # type: ignore[attr-defined]
 
     def setUp(self) -> None:
         super().setUp()  # type: ignore[misc]

@@ -8,7 +8,6 @@ import http.server
 import os
 import secrets
 import shutil
-import signal
 import subprocess
 import tempfile
 import threading
@@ -23,53 +22,24 @@ from sqlalchemy import create_engine
 from sqlalchemy.engine import make_url
 
 from baremetal_allocclient.tests.fixtures import preforked
-from baremetal_allocclient.tests.fixtures.launcher import (
-    SERVER,
-    answers,
+from baremetal_allocclient.tests.fixtures.launcher import SERVER
+from baremetal_allocclient.tests.fixtures.processes import (
+    Process,
+    clean_env,
     free_port,
 )
 
 MYSQL_ENV = "BAREMETAL_ALLOC_TEST_MYSQL_URL"
 
 
-class _Serve:
-    """One ``serve`` process started with a given environment."""
+def _wait_answers(server: Process, port: int) -> None:
+    """Until ``serve`` answers on ``port`` (any status)."""
+    server.wait_ready(f"http://127.0.0.1:{port}/", 60, status=None)
 
-    def __init__(self, argv: list[str], env: dict[str, str],
-                 log: str) -> None:
-        with open(log, "a", encoding="utf-8") as stream:
-            self.proc = subprocess.Popen(
-                [SERVER, "serve", *argv], env=env, stdout=stream,
-                stderr=subprocess.STDOUT)
-        self.log = log
 
-    def wait_answers(self, port: int, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"serve exited: {self.output()}")
-            if answers(f"http://127.0.0.1:{port}/", timeout=2):
-                return
-            time.sleep(0.1)
-        raise AssertionError(f"serve did not answer on {port}: "
-                             f"{self.output()}")
-
-    def cmdline(self) -> bytes:
-        with open(f"/proc/{self.proc.pid}/cmdline", "rb") as stream:
-            return stream.read()
-
-    def output(self) -> str:
-        with open(self.log, encoding="utf-8") as stream:
-            return stream.read()
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+def _cmdline(server: Process) -> bytes:
+    with open(f"/proc/{server.pid}/cmdline", "rb") as stream:
+        return stream.read()
 
 
 class _Base(testtools.TestCase):
@@ -77,8 +47,7 @@ class _Base(testtools.TestCase):
         super().setUp()
         self.tmp = tempfile.mkdtemp(prefix="bm-alloc-conf-")
         self.addCleanup(shutil.rmtree, self.tmp, True)
-        self.env = {k: v for k, v in os.environ.items()
-                    if not k.startswith("OS_")}
+        self.env = clean_env()
         self.db = "sqlite:///" + os.path.join(self.tmp, "db.sqlite")
 
     def write(self, name: str, text: str) -> str:
@@ -94,9 +63,9 @@ class _Base(testtools.TestCase):
         return preforked.run([SERVER, *argv], env={**self.env, **env},
                              timeout=120)
 
-    def serve(self, *argv: str, **env: str) -> _Serve:
-        server = _Serve(list(argv), {**self.env, **env},
-                        os.path.join(self.tmp, "serve.log"))
+    def serve(self, *argv: str, **env: str) -> Process:
+        server = Process([SERVER, "serve", *argv], os.path.join(
+            self.tmp, "serve.log"), env={**self.env, **env})
         self.addCleanup(server.stop)
         return server
 
@@ -119,9 +88,9 @@ class PrecedenceTests(_Base):
         ]
         for argv, env, port in runs:
             server = self.serve("--config-file", conf, *argv, **env)
-            server.wait_answers(port)
+            _wait_answers(server, port)
             server.stop()
-            self.assertIn(f"127.0.0.1:{port}", server.output())
+            self.assertIn(f"127.0.0.1:{port}", server.log())
 
 
 class _TokenRecorder(http.server.BaseHTTPRequestHandler):
@@ -154,13 +123,13 @@ class SecretTests(_Base):
         self.recorder = recorder
         return f"http://127.0.0.1:{httpd.server_address[1]}"
 
-    def _first_token(self, server: _Serve) -> str:
+    def _first_token(self, server: Process) -> str:
         deadline = time.monotonic() + 60
         while not self.recorder.tokens and time.monotonic() < deadline:
-            if server.proc.poll() is not None:
-                self.fail(f"serve exited: {server.output()}")
+            if server.popen.poll() is not None:
+                self.fail(f"serve exited: {server.log()}")
             time.sleep(0.1)
-        self.assertTrue(self.recorder.tokens, server.output())
+        self.assertTrue(self.recorder.tokens, server.log())
         return str(self.recorder.tokens[0])
 
     def test_placement_token_from_a_file_or_the_environment(self) -> None:
@@ -177,7 +146,7 @@ class SecretTests(_Base):
                                 str(free_port()), "--backend", "placement",
                                 *argv, **env)
             self.assertEqual(token, self._first_token(server))
-            self.assertNotIn(token.encode(), server.cmdline())
+            self.assertNotIn(token.encode(), _cmdline(server))
             server.stop()
 
     def test_placement_token_on_the_command_line_is_refused(self) -> None:
@@ -237,13 +206,13 @@ class DatabasePasswordTests(_Base):
         self.assertEqual(0, upgrade.returncode, upgrade.stderr)
         port = free_port()
         server = self.serve("--config-file", conf, "--port", str(port))
-        server.wait_answers(port)
+        _wait_answers(server, port)
         nodes = requests.get(
             f"http://127.0.0.1:{port}/v1/nodes", timeout=30,
             headers={"X-OpenStack-Ironic-API-Version": "latest"})
         self.assertEqual(200, nodes.status_code, nodes.text)
-        self.assertNotIn(self.password.encode(), server.cmdline())
-        self.assertNotIn(self.password, server.output())
+        self.assertNotIn(self.password.encode(), _cmdline(server))
+        self.assertNotIn(self.password, server.log())
 
     def test_password_in_a_command_line_url_is_refused(self) -> None:
         url = make_url(self.url).set(password=self.password)

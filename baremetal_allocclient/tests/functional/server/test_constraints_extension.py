@@ -5,11 +5,9 @@ shards and conductor groups from the enroll inventory."""
 from __future__ import annotations
 
 import json
-import os
 import uuid as uuidlib
 from typing import Any
 
-import fixtures
 import testtools
 
 from baremetal_allocclient.constraints import (
@@ -21,7 +19,6 @@ from baremetal_allocclient.tests.fixtures.inprocess import (
     InProcessServer,
     serve_for_class,
 )
-from baremetal_allocclient.tests.fixtures.launcher import run_cli, upgrade
 from baremetal_allocclient.v1.client import Client
 
 _EXT = {"X-Baremetal-Alloc-Extensions": "constraints"}
@@ -185,22 +182,14 @@ class InventoryConstraintTests(testtools.TestCase):
     """``enroll`` takes shard, conductor_group and properties."""
 
     def test_enrolled_shard_group_and_properties_select(self) -> None:
-        workdir = self.useFixture(fixtures.TempDir()).path
         server = InProcessServer()
         self.addCleanup(server.cleanup)
-        upgrade(server.db_url)
-        inventory = os.path.join(workdir, "inv.json")
-        nodes = {f"n{i}": {"driver": "fake-hardware",
-                           "resource_class": "big",
-                           "shard": f"s{i % 2}",
-                           "conductor_group": "G1" if i < 2 else "g2",
-                           "properties": {"memory_mb": 1024 * (i + 1)}}
-                 for i in range(4)}
-        with open(inventory, "w", encoding="utf-8") as stream:
-            json.dump(nodes, stream)
-        proc = run_cli("enroll", "--db", server.db_url, inventory)
-        self.assertEqual(0, proc.returncode, proc.stderr)
-        server.start()
+        server.start(inventory={
+            f"n{i}": {"driver": "fake-hardware", "resource_class": "big",
+                      "shard": f"s{i % 2}",
+                      "conductor_group": "G1" if i < 2 else "g2",
+                      "properties": {"memory_mb": 1024 * (i + 1)}}
+            for i in range(4)})
         resp = server.request("POST", "/v1/allocation_explain", {
             "resource_class": "big", "constraints": {
                 "shard": "s1", "conductor_group": "g1",

@@ -48,7 +48,7 @@ from baremetal_allocclient.server.db.engine import (
 from baremetal_allocclient.server.db.models import Allocation, Node
 from baremetal_allocclient.server.domain.paging import Page
 from baremetal_allocclient.server.domain.principal import NOAUTH_ADMIN
-from baremetal_allocclient.tests.functional.multiprocess import _databases
+from baremetal_allocclient.tests.fixtures import databases
 
 #: A whole second (Ironic shows no fraction) and a fraction with
 #: trailing zeros (shown with all six digits).
@@ -56,18 +56,14 @@ WHOLE = datetime.datetime(2026, 1, 2, 3, 4, 5)
 ZEROS = datetime.datetime(2026, 1, 2, 3, 4, 6, 120000)
 
 
-class _DriverStatements:
+class _DriverStatements(databases.MigratedPerClass):
     """Mixin; ``kind`` names the database."""
 
-    kind: ClassVar[str]
-    db: ClassVar[Database]
     uuids: ClassVar[list[str]]
 
     @classmethod
     def setUpClass(cls) -> None:
-        super().setUpClass()  # type: ignore[misc]
-        cls.db = _databases.migrated_for_class(
-            cls, cls.kind)  # type: ignore[arg-type]
+        super().setUpClass()
         cls.uuids = _stored(cls.db)
 
     def sqlalchemy_statements(self) -> list[str]:

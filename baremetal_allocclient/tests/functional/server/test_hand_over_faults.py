@@ -28,9 +28,10 @@ from baremetal_allocclient.server.allocation.workers import (
     UNEXPECTED_FAILURE,
     AllocationWorkers,
 )
-from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
-from baremetal_allocclient.tests.fixtures.launcher import run_cli
-from baremetal_allocclient.tests.functional.multiprocess import _databases
+from baremetal_allocclient.tests.fixtures.inprocess import (
+    InProcessServer,
+    serve_for_class,
+)
 
 SLOTS = 2  # --workers 1 --pending 1
 
@@ -53,14 +54,9 @@ class _HandOverFaults:
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()  # type: ignore[misc]
-        db = _databases.ScratchDatabase(cls.kind)
-        cls.addClassCleanup(db.drop)  # type: ignore[attr-defined]
-        result = run_cli("db", "upgrade", "--db", db.url, timeout=120)
-        assert result.returncode == 0, result.stderr
-        cls.server = InProcessServer(db.url)
-        cls.addClassCleanup(cls.server.cleanup)  # type: ignore[attr-defined]
-        cls.server.start("--workers", "1", "--pending", "1",
-                         "--takeover-interval", "0", "--db-connections", "4")
+        cls.server = serve_for_class(
+            cls, "--workers", "1", "--pending", "1", "--takeover-interval",
+            "0", "--db-connections", "4", kind=cls.kind)
         cls.rc = "rc-" + uuid.uuid4().hex[:8]
         cls.server.make_nodes(3, cls.rc)
 

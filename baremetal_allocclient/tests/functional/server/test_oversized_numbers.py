@@ -21,9 +21,10 @@ from urllib.parse import quote
 import requests
 import testtools
 
-from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
-from baremetal_allocclient.tests.fixtures.launcher import run_cli
-from baremetal_allocclient.tests.functional.multiprocess import _databases
+from baremetal_allocclient.tests.fixtures.inprocess import (
+    InProcessServer,
+    serve_for_class,
+)
 
 NINES = "9" * 400
 _JSON = {"Content-Type": "application/json",
@@ -43,14 +44,9 @@ class _OversizedNumbers:
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()  # type: ignore[misc]
-        db = _databases.ScratchDatabase(cls.kind)
-        cls.addClassCleanup(db.drop)  # type: ignore[attr-defined]
-        result = run_cli("db", "upgrade", "--db", db.url, timeout=120)
-        assert result.returncode == 0, result.stderr
-        cls.server = InProcessServer(db.url)
-        cls.addClassCleanup(cls.server.cleanup)  # type: ignore[attr-defined]
-        cls.server.start("--workers", "1", "--pending", "2",
-                         "--max-prefer-wait", "3", "--db-connections", "4")
+        cls.server = serve_for_class(
+            cls, "--workers", "1", "--pending", "2", "--max-prefer-wait",
+            "3", "--db-connections", "4", kind=cls.kind)
         cls.rc = "rc-" + uuid.uuid4().hex[:8]
         cls.node = cls.server.make_nodes(
             1, cls.rc, properties={"cpus": 8})[0]

@@ -20,8 +20,6 @@ from baremetal_allocclient.tests.fixtures.inprocess import (
     InProcessServer,
     serve_for_class,
 )
-from baremetal_allocclient.tests.fixtures.launcher import run_cli
-from baremetal_allocclient.tests.functional.multiprocess import _databases
 
 _HEADERS = {
     "X-OpenStack-Ironic-API-Version": "latest",
@@ -41,12 +39,8 @@ class _UnstorableTests:
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()  # type: ignore[misc]
-        db = _databases.ScratchDatabase(cls.kind)
-        cls.addClassCleanup(db.drop)  # type: ignore[attr-defined]
-        result = run_cli("db", "upgrade", "--db", db.url, timeout=120)
-        assert result.returncode == 0, result.stderr
         cls.server = serve_for_class(cls, "--db-connections", "4",
-                                     db_url=db.url)
+                                     kind=cls.kind)
         cls.node = cls.server.make_nodes(1, "rc-unstorable")[0]["uuid"]
 
     def _send(self, method: str, path: str, raw: str | None

@@ -16,8 +16,6 @@ from baremetal_allocclient.tests.fixtures.inprocess import (
     InProcessServer,
     serve_for_class,
 )
-from baremetal_allocclient.tests.fixtures.launcher import run_cli
-from baremetal_allocclient.tests.functional.multiprocess import _databases
 
 
 class _UuidCaseTests:
@@ -29,12 +27,8 @@ class _UuidCaseTests:
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()  # type: ignore[misc]
-        db = _databases.ScratchDatabase(cls.kind)
-        cls.addClassCleanup(db.drop)  # type: ignore[attr-defined]
-        result = run_cli("db", "upgrade", "--db", db.url, timeout=120)
-        assert result.returncode == 0, result.stderr
         cls.server = serve_for_class(cls, "--db-connections", "4",
-                                     db_url=db.url)
+                                     kind=cls.kind)
 
     def expect(self, status: int, method: str, path: str,
                body: Any = None) -> Any:

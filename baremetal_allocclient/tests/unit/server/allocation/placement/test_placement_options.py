@@ -8,7 +8,6 @@ import contextlib
 import io
 import os
 import shutil
-import socket
 import tempfile
 
 import testtools
@@ -17,14 +16,9 @@ from requests_mock.contrib import fixture as rm_fixture
 from baremetal_allocclient.osc.v1 import capacity as capacity_cli
 from baremetal_allocclient.server import cmd
 from baremetal_allocclient.server.allocation.placement import client as pc
+from baremetal_allocclient.tests.fixtures.processes import free_port
 
 URL = "http://placement.test"
-
-
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class ServeOptionTests(testtools.TestCase):
@@ -49,7 +43,7 @@ class ServeOptionTests(testtools.TestCase):
     def test_unreachable_placement_refuses_to_start(self) -> None:
         code, err = self._serve(
             "--backend", "placement", "--placement-url",
-            f"http://127.0.0.1:{_closed_port()}",
+            f"http://127.0.0.1:{free_port()}",
         )
         self.assertEqual(1, code)
         self.assertIn("cannot use Placement: Placement is unreachable", err)
