@@ -58,7 +58,7 @@ class Outcome:
 
 class _Short(Exception):
     """Internal: fewer nodes than members; roll the transaction back.
-    ``promised``: free matching nodes kept for allocations in queries."""
+    ``promised``: free matching nodes kept for allocations in line."""
 
     def __init__(self, promised: int = 0) -> None:
         super().__init__(promised)

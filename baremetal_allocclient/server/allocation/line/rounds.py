@@ -1,4 +1,4 @@
-"""Queue rounds: serve this process's allocations waiting in queries.
+"""Queue rounds: serve this process's allocations waiting in line.
 
 Every process that owns waiting allocations (its ``conductor_affinity``)
 runs rounds over them, in arrival order: the ones past their queue

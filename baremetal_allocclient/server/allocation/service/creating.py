@@ -243,7 +243,7 @@ def create(db: Database, workers: AllocationWorkers, permits: WaitPermits,
            scope: LineScope | None) -> Answer:
     """Store a new allocation and hand it to the workers (waiting up to
     ``wait`` seconds for it to settle, with a free permit); with
-    ``scope``, also its place in queries.  One call: every input is parsed
+    ``scope``, also its place in line.  One call: every input is parsed
     before it, and nothing between the insert and the hand-over can
     leave the row ``allocating`` with nobody working on it."""
     allocation = store(db, workers, new, who)
@@ -257,7 +257,7 @@ def hand_over(db: Database, workers: AllocationWorkers,
               scope: LineScope | None) -> Answer:
     """Give a stored ``allocating`` allocation (its slot held) to the
     workers; with ``wait`` (and a free permit) wait up to that long for
-    it to settle.  With ``scope``, also its place in queries.
+    it to settle.  With ``scope``, also its place in line.
 
     Until the workers have it, an unexpected error fails the allocation
     and gives its slot back (:meth:`AllocationWorkers.abandon`); from
