@@ -27,6 +27,7 @@ from baremetal_allocclient.server.api import (
     storable,
     versions,
 )
+from baremetal_allocclient.server.api.auth import principal_of
 from baremetal_allocclient.server.api.context import Context, json_response
 from baremetal_allocclient.server.api.errors import (
     ApiError,
@@ -43,6 +44,10 @@ from baremetal_allocclient.server.db.engine import (
     short_reason,
 )
 from baremetal_allocclient.server.domain.errors import DomainError
+from baremetal_allocclient.server.domain.recording import (
+    REQUEST,
+    RequestInfo,
+)
 from baremetal_allocclient.server.ironic.handlers import (
     boot_mode,
     nodes,
@@ -52,6 +57,7 @@ from baremetal_allocclient.server.ironic.handlers import (
     vifs,
     vmedia,
 )
+from baremetal_allocclient.server.metrics import endpoints
 from baremetal_allocclient.server.services import Services
 
 LOG = logging.getLogger(__name__)
@@ -63,6 +69,11 @@ _READS = frozenset({"GET", "HEAD"})
 TRANSIENT_RETRIES = 5
 DB_RETRY_AFTER = 5  # seconds, advertised with 503 while the database is down
 _JITTER = random.SystemRandom()
+#: Where a request's route template and status are kept in its environ,
+#: for the metrics (a request matching no route: UNMATCHED).
+ROUTE_KEY = "baremetal_alloc.route"
+STATUS_KEY = "baremetal_alloc.status"
+UNMATCHED = "unmatched"
 #: The whole body of every 500: details go to the server log only.
 INTERNAL_ERROR = ("The server failed to handle the request; the details "
                   "are in its log.")
@@ -121,6 +132,7 @@ _ROUTES: list[tuple[str, str, Handler]] = [
     (capacity.PATH, "GET", capacity.get_capacity),  # our extension
     (EXPLAIN_PATH, "POST", explain.explain_allocation),  # our extension
     (GROUPS_PATH, "POST", groups.create_group),  # our extension
+    (endpoints.PATH, "GET", endpoints.serve_metrics),  # admins only
 ]
 
 
@@ -158,13 +170,37 @@ class Application:
             route.endpoint: handler
             for route, (_path, _method, handler) in zip(routes, _ROUTES,
                                                         strict=True)}
+        metrics = services.metrics
+        self._instruments = None if metrics is None else metrics.instruments
+        self._recorder = services.recorder
 
     def __call__(
         self, environ: dict[str, Any], start_response: Callable[..., Any]
     ) -> Iterable[bytes]:
+        instruments = self._instruments
+        if instruments is None:
+            return self._answer(environ, start_response)
+        began = time.perf_counter()
+        with instruments.in_flight():
+            answer = self._answer(environ, start_response)
+        instruments.request(
+            environ.get(ROUTE_KEY, UNMATCHED),
+            str(environ.get("REQUEST_METHOD", "GET")),
+            int(environ.get(STATUS_KEY, 500)),
+            time.perf_counter() - began)
+        return answer
+
+    def _answer(
+        self, environ: dict[str, Any], start_response: Callable[..., Any]
+    ) -> Iterable[bytes]:
         request = Request(environ)
         request_id = f"req-{uuidlib.uuid4()}"
-        response, version = self._dispatch(request)
+        who = principal_of(environ)
+        asking = REQUEST.set(RequestInfo(request_id, who.user, who.project))
+        try:
+            response, version = self._dispatch(request)
+        finally:
+            REQUEST.reset(asking)
         if LOG.isEnabledFor(logging.INFO):  # the line costs its arguments
             LOG.info(
                 "%s %s %s -> %s user=%s", request.method,
@@ -179,6 +215,7 @@ class Application:
             headers[versions.HEADER] = str(version)
         headers["X-OpenStack-Request-Id"] = request_id
         headers["OpenStack-Request-Id"] = request_id
+        environ[STATUS_KEY] = response.status_code
         return response(environ, start_response)
 
     def _dispatch(
@@ -199,6 +236,8 @@ class Application:
             else:
                 body = version_error_body(406, "Not Acceptable", str(exc))
             return json_response(body, 406), None
+        if path in ("/", "/v1"):
+            request.environ[ROUTE_KEY] = path
         if path == "/":
             return json_response(versions.root_document(base)), version
         if path == "/v1":
@@ -214,6 +253,7 @@ class Application:
         try:
             storable.check_url(path, request.args.pairs)
             route, args = self._router.match(request.path, request.method)
+            request.environ[ROUTE_KEY] = route.template
             limits.check_query(route.template, request.method,
                                request.args.pairs)
             handler = self._handlers[route.endpoint]
@@ -228,9 +268,11 @@ class Application:
         except DBAPIError as exc:
             return self._database_error(request, exc), version
         except CommitOutcomeUnknown as exc:
+            self._recorder.database_error("commit_unknown")
             return self._commit_unknown(request, exc), version
         except Exception as exc:
             if is_unavailable(exc):  # e.g. no pooled connection in time
+                self._recorder.database_error("unavailable")
                 return self._db_unavailable(request, exc), version
             return self._internal_error(request, exc), version
 
@@ -240,9 +282,8 @@ class Application:
         return json_response(error_body(exc.status, exc.message),
                              exc.status)
 
-    @staticmethod
     def _call_with_retries(
-        handler: Handler, ctx: Context, args: Mapping[str, Any]
+        self, handler: Handler, ctx: Context, args: Mapping[str, Any]
     ) -> Response:
         """Run a handler, again when the database reports a deadlock,
         and a read once more when its pooled connection had died (one
@@ -261,6 +302,7 @@ class Application:
                     continue
                 if not is_transient(exc) or attempt == TRANSIENT_RETRIES - 1:
                     raise
+                self._recorder.database_error("retried")
                 time.sleep(_JITTER.uniform(0.01, 0.05) * (attempt + 1))
         raise AssertionError("unreachable")
 
@@ -298,6 +340,7 @@ class Application:
         """The answer to an error the database raised: narrow classes,
         everything unknown is a 500 that names nothing."""
         if is_unavailable(exc):
+            self._recorder.database_error("unavailable")
             return self._db_unavailable(request, exc)
         if is_bad_data(exc):
             LOG.warning("Database refused a value in %s %s: %s",
@@ -313,6 +356,7 @@ class Application:
                                 "use); retry."), 409
             )
         if is_transient(exc):
+            self._recorder.database_error("conflict")
             return json_response(
                 error_body(409, "The request conflicted with a concurrent "
                                 "change; retry."), 409

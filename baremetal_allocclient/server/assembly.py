@@ -37,6 +37,8 @@ from baremetal_allocclient.server.db.models import utcnow
 from baremetal_allocclient.server.frontend import options as frontend_options
 from baremetal_allocclient.server.frontend.server import FrontEnd
 from baremetal_allocclient.server.ironic.fake_hardware import FakeHardware
+from baremetal_allocclient.server.metrics import endpoints, health
+from baremetal_allocclient.server.metrics.endpoints import Metrics
 from baremetal_allocclient.server.services import Services
 
 LOG = logging.getLogger("baremetal_allocclient.server")
@@ -107,9 +109,12 @@ def build(db: Database, args: argparse.Namespace) -> Assembly:
     membership.join()
     started = utcnow()
     membership.start()
+    metrics = Metrics(db, args.conductor_name, args.audit_json)
+    recorder = metrics.instruments
     workers = AllocationWorkers(
         db, args.conductor_name, args.workers, backlog=args.pending,
         allocation_delay=args.allocation_delay, backend=backend,
+        recorder=recorder,
     )
     # Waiting in line needs the database's reservation (the Placement
     # backend does not offer it; see doc/source/explanation/lifecycle.rst).
@@ -120,9 +125,11 @@ def build(db: Database, args: argparse.Namespace) -> Assembly:
         db, workers, args.heartbeat_timeout, args.takeover_interval,
         wake_queue=rounds.wake if rounds is not None else None,
     )
-    hardware = FakeHardware(db, step_delay=args.step_delay)
+    hardware = FakeHardware(db, step_delay=args.step_delay,
+                            recorder=recorder)
     expiry = LeaseExpiry(db, hardware, args.expire_leases,
-                         undeploy=args.expire_leases_undeploy)
+                         undeploy=args.expire_leases_undeploy,
+                         recorder=recorder)
     app = setup.wrap(Application(Services(
         db, workers, hardware, args.conductor_name, backend,
         max_prefer_wait=args.max_prefer_wait,
@@ -130,7 +137,11 @@ def build(db: Database, args: argparse.Namespace) -> Assembly:
         lease_expiry=args.expire_leases,
         lease_undeploy=args.expire_leases_undeploy,
         queue=rounds,
+        metrics=metrics,
     )))
+    # Public, as in Ironic: answered before authentication.
+    app = endpoints.healthcheck(app, health.checker(db, workers),
+                                args.healthcheck_disable_file)
     return Assembly(db, setup, backend, membership, workers, rounds,
                     takeover, hardware, expiry, app, started)
 

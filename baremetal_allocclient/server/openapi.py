@@ -44,6 +44,8 @@ class Operation:
     body: Callable[[], dict[str, Any]] | None = None
     result: str | None = None  # a components/schemas name
     headers: tuple[str, ...] = ()  # components/parameters names
+    #: The success's media type (when ``result`` names no schema).
+    media: str = "application/json"
 
 
 def _allocation_create() -> dict[str, Any]:
@@ -181,6 +183,9 @@ OPERATIONS: tuple[Operation, ...] = (
               "reserve count nodes in one transaction, all active or "
               "none (409, nothing created)", 201, _allocation_group,
               headers=("Extensions",)),
+    Operation("/metrics", "GET", "getMetrics",
+              "This process's and the fleet's metrics, in the Prometheus "
+              "text format (admins only)", 200, media="text/plain"),
 )
 
 _PATH_PARAM = re.compile(r"<(?:[a-z]+:)?([a-z_]+)>")
@@ -258,9 +263,9 @@ def _operation(op: Operation) -> dict[str, Any]:
             "schema": {"$ref": f"#/components/schemas/{op.result}"}
         }}
     elif op.status == 200:
-        success["content"] = {
-            "application/json": {"schema": {"type": "object"}}
-        }
+        success["content"] = {op.media: {"schema": {
+            "type": "object" if op.media == "application/json"
+            else "string"}}}
     responses: dict[str, Any] = {str(op.status): success}
     for status in ("400", "403", "404", "405", "406", "409", "413"):
         responses[status] = _ERROR_REF

@@ -76,6 +76,11 @@ def _default_group() -> list[Option]:
         _option("DEFAULT", cfg.StrOpt(
             "log_level", default="INFO", choices=_LEVEL_CHOICES,
             help="Logging threshold."), commands=ALL),
+        _option("DEFAULT", cfg.BoolOpt(
+            "audit_json", default=False,
+            help="Write the audit line of each allocation change (logger "
+                 "baremetal_allocclient.audit) as one JSON object instead "
+                 "of key=value pairs.")),
         _option("DEFAULT", cfg.StrOpt(
             "auth_strategy", default="noauth", choices=_AUTH_CHOICES,
             help="How API users authenticate.")),
@@ -152,6 +157,12 @@ def _api_group() -> list[Option]:
         _option("api", cfg.StrOpt(
             "tls_key_file", help="PEM private key of tls_cert_file."),
             dest="tls_key", metavar="FILE"),
+        _option("api", cfg.StrOpt(
+            "healthcheck_disable_file",
+            help="While this file exists, GET /healthcheck answers 503 "
+                 "DISABLED BY FILE (drain the process behind a load "
+                 "balancer first)."),
+            dest="healthcheck_disable_file", metavar="FILE"),
     ]
 
 

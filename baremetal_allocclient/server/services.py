@@ -23,7 +23,12 @@ from baremetal_allocclient.server.allocation.wait_permits import (
 from baremetal_allocclient.server.allocation.workers import AllocationWorkers
 from baremetal_allocclient.server.api import prefer
 from baremetal_allocclient.server.db.engine import Database
+from baremetal_allocclient.server.domain.recording import (
+    NOT_RECORDED,
+    Recorder,
+)
 from baremetal_allocclient.server.ironic.fake_hardware import FakeHardware
+from baremetal_allocclient.server.metrics.endpoints import Metrics
 
 if TYPE_CHECKING:
     from baremetal_allocclient.server.allocation.handlers.services import (
@@ -60,6 +65,15 @@ class Services:
     #: Waiting in line (the queue extension); None: not offered (the
     #: Placement backend).
     queue: QueueRounds | None = None
+    #: This process's metrics and the fleet's (``GET /metrics``); None:
+    #: not recorded (the application alone, in tests).
+    metrics: Metrics | None = None
+
+    @property
+    def recorder(self) -> Recorder:
+        """Where the services count what they did."""
+        return NOT_RECORDED if self.metrics is None \
+            else self.metrics.instruments
 
 
 if TYPE_CHECKING:

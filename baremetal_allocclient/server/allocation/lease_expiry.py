@@ -41,6 +41,12 @@ from baremetal_allocclient.server.db.engine import (
     short_reason,
 )
 from baremetal_allocclient.server.db.models import Allocation, Node
+from baremetal_allocclient.server.domain.recording import (
+    DELETED,
+    NOT_RECORDED,
+    Change,
+    Recorder,
+)
 from baremetal_allocclient.server.ironic import undeploy as undeploy_seam
 
 LOG = logging.getLogger(__name__)
@@ -83,6 +89,9 @@ class Expired:
     allocation: str
     node: str | None = None
     node_id: int | None = None
+    #: The allocation's owner and state when it expired.
+    owner: str | None = None
+    state: str | None = None
     expires_at: Any = None
     #: With ``undeploy``: the ``(state, target)`` the tear-down began in.
     began: tuple[str, str | None] | None = None
@@ -108,7 +117,8 @@ def expire_one(
                                now, undeploy=undeploy)
         found = Expired(action, uuid, node.uuid if node else None,
                         allocation.node_id,
-                        (allocation.extra or {}).get(leases.EXPIRES_KEY))
+                        (allocation.extra or {}).get(leases.EXPIRES_KEY),
+                        allocation.owner, allocation.state)
         if action == leases.Action.RELEASE:
             if node is not None and refusals.allocation_removal_error(
                     _view(node), uuid):
@@ -145,9 +155,11 @@ class LeaseExpiry:
         interval: float,
         *,
         undeploy: bool = False,
+        recorder: Recorder = NOT_RECORDED,
     ) -> None:
         self._db = db
         self._hardware = hardware
+        self._recorder = recorder
         self.interval = interval
         self.undeploy = undeploy
         self._periodic = Periodic("lease-expiry", interval, self.run_once,
@@ -190,8 +202,18 @@ class LeaseExpiry:
                          "round: %s", uuid, short_reason(exc))
                 continue
             if found is not None and self._report(found):
+                self._count(found)
                 done.append(found)
         return done
+
+    def _count(self, found: Expired) -> None:
+        """Count an expiry acted on (committed by expire_one)."""
+        self._recorder.lease_expired(found.action)
+        if found.action == leases.Action.RELEASE:
+            self._recorder.released("lease_expiry")
+            self._recorder.changed(Change(
+                found.allocation, found.owner, found.state, DELETED,
+                found.node, "lease_expiry"))
 
     def _report(self, found: Expired) -> bool:
         """Log what happened; True for an action, or a deployed node

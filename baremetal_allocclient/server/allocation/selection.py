@@ -143,6 +143,10 @@ class Why(NamedTuple):
 
     ironic: str
     extended: str | None = None
+    #: What emptied the set, for the figures: a funnel step's kind,
+    #: ``taken`` (nodes passed every step, others took them) or what
+    #: the backend names (``queue_deadline``, ``placement``...).
+    step: str = "other"
 
 
 def explain_failure(request: Request, funnel: Funnel, tried: int) -> Why:
@@ -155,7 +159,8 @@ def explain_failure(request: Request, funnel: Funnel, tried: int) -> Why:
         reason = reservation_failure(tried)
     else:
         reason = constraints.reason(request.selection, emptied)
-    return Why(reason, constraints.with_funnel(reason, funnel))
+    return Why(reason, constraints.with_funnel(reason, funnel),
+               "taken" if emptied is None else emptied.kind.value)
 
 
 def reservation_failure(tried: int) -> str:

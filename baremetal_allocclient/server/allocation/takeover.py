@@ -83,6 +83,7 @@ class Takeover:
     def run_once(self) -> int:
         """One round; returns how many allocations were claimed."""
         claimed = self._take_over_dead()
+        self._workers.recorder.took_over(claimed)
         claimed += self._requeue_own()
         return claimed
 

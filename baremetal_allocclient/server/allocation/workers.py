@@ -37,7 +37,7 @@ from baremetal_allocclient.server.allocation.backends.base import (
 from baremetal_allocclient.server.allocation.backends.database import (
     DatabaseBackend,
 )
-from baremetal_allocclient.server.allocation.states import ALLOCATING
+from baremetal_allocclient.server.allocation.states import ACTIVE, ALLOCATING
 from baremetal_allocclient.server.db.allocation_row import AnyAllocation
 from baremetal_allocclient.server.db.engine import (
     Database,
@@ -46,6 +46,11 @@ from baremetal_allocclient.server.db.engine import (
     short_reason,
 )
 from baremetal_allocclient.server.db.models import Allocation
+from baremetal_allocclient.server.domain.recording import (
+    NOT_RECORDED,
+    Change,
+    Recorder,
+)
 
 LOG = logging.getLogger(__name__)
 
@@ -132,8 +137,12 @@ class AllocationWorkers:
         rng: random.Random | None = None,
         allocation_delay: float = 0.0,
         backend: Backend | None = None,
+        recorder: Recorder = NOT_RECORDED,
     ) -> None:
         self._db = db
+        #: Where settled and failed allocations are counted (the line's
+        #: rounds count theirs here too).
+        self.recorder = recorder
         # Selection and claiming (database by default, or Placement).
         self.backend: Backend = backend or DatabaseBackend(db, rng)
         self.affinity = affinity
@@ -168,6 +177,11 @@ class AllocationWorkers:
         holds)."""
         self._slots.release()
         self._fail_unexpectedly(allocation_id, allocation_uuid)
+
+    @property
+    def stopping(self) -> bool:
+        """Whether this pool is stopping (it takes nothing new)."""
+        return self._stopping.is_set()
 
     def free_slots(self) -> int:
         """How many more allocations could be accepted right now."""
@@ -326,13 +340,14 @@ class AllocationWorkers:
         the exception, which goes to the log)."""
         LOG.exception("Allocation %s failed unexpectedly", allocation_uuid)
         try:
-            reservation.fail_allocation(
+            if reservation.fail_allocation(
                 self._db,
                 allocation_id,
                 allocation_uuid,
                 self.affinity,
                 UNEXPECTED_FAILURE,
-            )
+            ):
+                self.recorder.failed("unexpected")
         except Exception:
             LOG.exception("Could not record failure of %s",
                           allocation_uuid)
@@ -349,7 +364,7 @@ class AllocationWorkers:
         that is still ``allocating`` under this conductor's affinity.
         """
         if job is not None:
-            return self.backend.allocate(job)
+            return self._counted(job, self.backend.allocate(job))
         with self._db.read() as session:
             allocation = session.scalars(
                 select(Allocation).where(Allocation.id == allocation_id,
@@ -361,7 +376,23 @@ class AllocationWorkers:
             or allocation.conductor_affinity != self.affinity
         ):
             return None
-        return self.backend.allocate(self.job_for(allocation))
+        job = self.job_for(allocation)
+        return self._counted(job, self.backend.allocate(job))
+
+    def _counted(self, job: Job, settled: Settled | None
+                 ) -> Settled | None:
+        """``settled``, counted (how long since the create; a failure by
+        what emptied the set)."""
+        if settled is not None:
+            self.recorder.settled(settled.state, job.created_at,
+                                  job.queue_deadline is not None,
+                                  settled.updated_at)
+            if settled.state != ACTIVE:
+                self.recorder.failed(settled.step or "other")
+            self.recorder.changed(Change(
+                job.allocation_uuid, job.request.owner, ALLOCATING,
+                settled.state, settled.node_uuid, "worker"))
+        return settled
 
     def job_for(self, allocation: AnyAllocation) -> Job:
         """The backend's job for an allocation row of this conductor."""

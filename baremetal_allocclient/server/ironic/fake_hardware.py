@@ -28,6 +28,10 @@ from baremetal_allocclient.server.db.engine import (
     short_reason,
 )
 from baremetal_allocclient.server.db.models import Node, utcnow
+from baremetal_allocclient.server.domain.recording import (
+    NOT_RECORDED,
+    Recorder,
+)
 from baremetal_allocclient.server.ironic import vif_rows
 
 LOG = logging.getLogger(__name__)
@@ -59,9 +63,12 @@ class FakeHardware:
     """Runs the delayed halves of provision and power requests."""
 
     def __init__(
-        self, db: Database, step_delay: float = 0.05, workers: int = 8
+        self, db: Database, step_delay: float = 0.05, workers: int = 8,
+        recorder: Recorder = NOT_RECORDED,
     ) -> None:
         self._db = db
+        #: Where the releases of an undeploy are counted.
+        self.recorder = recorder
         self._delay = step_delay
         self._pool = ThreadPoolExecutor(
             max_workers=workers, thread_name_prefix="fake-hardware"
@@ -147,9 +154,8 @@ class FakeHardware:
             node.updated_at = now
         return True
 
-    @staticmethod
-    def _release_instance(session: Session, node: Node) -> None:
-        releasing.release_node(session, node)
+    def _release_instance(self, session: Session, node: Node) -> None:
+        releasing.release_node(session, node, self.recorder, "undeploy")
         node.instance_uuid = None
         node.allocation_id = None
         node.instance_info = {}

@@ -15,6 +15,7 @@ from baremetal_allocclient.server.db.models import (
 )
 from baremetal_allocclient.server.domain import identifiers
 from baremetal_allocclient.server.domain.errors import Conflict, Invalid
+from baremetal_allocclient.server.domain.recording import Recorder
 from baremetal_allocclient.server.ironic import (
     interfaces,
     node_rows,
@@ -116,6 +117,7 @@ def apply_changes(
     node: Node,
     after: dict[str, Any],
     changed: set[str],
+    recorder: Recorder,
 ) -> None:
     if "driver" in changed and after["driver"] != DRIVER:
         raise driver_error(str(after["driver"]))
@@ -151,7 +153,8 @@ def apply_changes(
             f"states 'active' or 'rescue', the current state is "
             f"'{node.provision_state}'")
     if "instance_uuid" in changed:
-        _change_instance_uuid(session, node, after["instance_uuid"])
+        _change_instance_uuid(session, node, after["instance_uuid"],
+                              recorder)
     if "parent_node" in changed:
         after["parent_node"] = parent_uuid(session, node.owner,
                                             after["parent_node"])
@@ -196,13 +199,13 @@ def _sync_instance_name(after: dict[str, Any], changed: set[str]) -> None:
 
 
 def _change_instance_uuid(
-    session: Session, node: Node, new: str | None
+    session: Session, node: Node, new: str | None, recorder: Recorder
 ) -> None:
     if new is not None and not identifiers.is_uuid(new):
         raise Invalid(f"Expected UUID for instance_uuid: {new}")
     if new is not None:
         new = identifiers.canonical_uuid(new)
-    if releasing.release_for_instance_uuid(session, node, new):
+    if releasing.release_for_instance_uuid(session, node, new, recorder):
         return
     if new is not None and node_rows.instance_taken(session, new, node.id):
         raise Conflict(

@@ -43,6 +43,8 @@ class Settled:
     updated_at: datetime.datetime
     #: ``last_error`` with the funnel, for clients that opted in.
     funnel_error: str | None = None
+    #: For a failure: what emptied the set (``selection.Why.step``).
+    step: str | None = None
 
 
 class Backend(Protocol):

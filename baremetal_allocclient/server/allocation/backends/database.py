@@ -63,15 +63,18 @@ def no_node(db: Database, job: Job, reason: str) -> Settled | None:
         LOG.debug("Allocation %s waits in line", job.allocation_uuid)
         return None
     return fail(db, job, waiting.expiry_reason(
-        job.request.resource_class, job.created_at, job.queue_deadline))
+        job.request.resource_class, job.created_at, job.queue_deadline),
+        step="queue_deadline")
 
 
-def fail(db: Database, job: Job, reason: str | selection.Why
-         ) -> Settled | None:
+def fail(db: Database, job: Job, reason: str | selection.Why,
+         step: str = "other") -> Settled | None:
     """Move the allocation to ``error`` with Ironic's wording and, when
     there is one, the funnel's text for clients that opted in (None: it
-    was no longer this conductor's to fail)."""
-    why = selection.Why(reason) if isinstance(reason, str) else reason
+    was no longer this conductor's to fail); a plain ``reason`` is
+    counted under ``step``."""
+    why = selection.Why(reason, step=step) if isinstance(reason, str) \
+        else reason
     message = selection.failure_message(job.allocation_uuid, why.ironic)
     detail = (None if why.extended is None else
               selection.failure_message(job.allocation_uuid, why.extended))
@@ -81,7 +84,7 @@ def fail(db: Database, job: Job, reason: str | selection.Why
                                    message, now, detail):
         return None
     LOG.info("Allocation %s finished: error", job.allocation_uuid)
-    return Settled(ERROR, None, message, now, detail)
+    return Settled(ERROR, None, message, now, detail, why.step)
 
 
 def db_capacity(

@@ -120,7 +120,7 @@ class PlacementBackend:
         """Record the failure, then remove any claim made for it; both
         only while the allocation is still this worker's (after a
         take-over the claim under its UUID is the new owner's)."""
-        settled = database.fail(self._db, job, reason)
+        settled = database.fail(self._db, job, reason, step="placement")
         if settled is not None:
             self._release_quietly(job.allocation_uuid)
         return settled
@@ -172,12 +172,12 @@ class PlacementBackend:
                     return database.fail(self._db, job, (
                         f"Placement offers none of the {tried} matching "
                         f"requested nodes for {rc}"
-                    ))
+                    ), step="placement")
                 self.sync.run_once()
                 synced = True
         return database.fail(
-            self._db, job, selection.reservation_failure(tried)
-        )
+            self._db, job, selection.reservation_failure(tried),
+            step="taken")
 
     def _ordered_candidates(
         self, job: Job, rc: str, final: bool
@@ -205,7 +205,7 @@ class PlacementBackend:
                         f"Placement offers none of the {len(matched)} "
                         f"matching nodes for {rc}"
                     )
-            database.fail(self._db, job, reason)
+            database.fail(self._db, job, reason, step="placement")
             return None
         with self._rng_lock:
             return selection.order_candidates(

@@ -239,7 +239,7 @@ def _backfill(ctx: Context, body: dict[str, Any]) -> Response:
             extra=body.get("extra") or {},
             owner=body.get("owner"),
             node=str(body["node"]),
-        ), principal(ctx))
+        ), principal(ctx), services.recorder)
     return _created(ctx, allocation.uuid, views.allocation_view(
         allocation, node_uuid, ctx.base_url, ctx.minor, None))
 
@@ -267,16 +267,19 @@ def update_allocation(ctx: Context, ident: str) -> Response:
                 f"Cannot patch {op['path']}. Only the following can be "
                 f"updated: {', '.join(_PATCHABLE)}"
             )
-    allocation, node_uuid = records.update(ctx.services.db, ident,
-                                           principal(ctx), patch)
+    services = allocation_services(ctx)
+    allocation, node_uuid = records.update(services.db, ident,
+                                           principal(ctx), patch,
+                                           services.recorder)
     return json_text_response(_render(ctx, allocation, node_uuid))
 
 
 def delete_allocation(ctx: Context, ident: str) -> Response:
     """DELETE /v1/allocations/{ident}: release the node, drop the row."""
     _gate(ctx, 405)
-    releasing.delete(ctx.services.db, allocation_services(ctx).queue, ident,
-                     principal(ctx))
+    services = allocation_services(ctx)
+    releasing.delete(services.db, services.queue, ident, principal(ctx),
+                     services.recorder)
     return empty_response(204)
 
 
@@ -295,7 +298,8 @@ def delete_node_allocation(ctx: Context, ident: str) -> Response:
     """DELETE /v1/nodes/{node}/allocation."""
     if ctx.minor < versions.ALLOCATIONS:
         raise no_route()
-    releasing.delete_node_allocation(
-        ctx.services.db, allocation_services(ctx).queue, node_scope(ctx),
-        ident)
+    services = allocation_services(ctx)
+    releasing.delete_node_allocation(services.db, services.queue,
+                                     node_scope(ctx), ident,
+                                     services.recorder)
     return empty_response(204)

@@ -108,7 +108,7 @@ def create_group(ctx: Context) -> Response:
             traits=list(dict.fromkeys(body.get("traits") or [])),
             candidate_nodes=list(body.get("candidate_nodes") or []),
             extra=extra, owner=body.get("owner"), constraints=wanted,
-        ), principal(ctx))
+        ), principal(ctx), services.recorder)
     render = views.AllocationRenderer(ctx.base_url, ctx.minor)
     return json_text_response(json_text.members([
         ("name", json_text.value(group)), ("count", json_text.value(count)),

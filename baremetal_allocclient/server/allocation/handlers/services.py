@@ -18,6 +18,7 @@ from baremetal_allocclient.server.allocation.wait_permits import WaitPermits
 from baremetal_allocclient.server.allocation.workers import AllocationWorkers
 from baremetal_allocclient.server.api.context import Context
 from baremetal_allocclient.server.db.engine import Database
+from baremetal_allocclient.server.domain.recording import Recorder
 
 
 class AllocationServices(Protocol):
@@ -45,6 +46,9 @@ class AllocationServices(Protocol):
     @property
     def queue(self) -> QueueRounds | None:
         """Waiting in line; None: not offered (the Placement backend)."""
+    @property
+    def recorder(self) -> Recorder:
+        """Where the services count what they did."""
 
 
 def allocation_services(ctx: Context) -> AllocationServices:

@@ -22,7 +22,11 @@ from sqlalchemy.exc import DBAPIError
 from baremetal_allocclient.server.allocation import reservation, selection
 from baremetal_allocclient.server.allocation.line import queries, waiting
 from baremetal_allocclient.server.allocation.periodic import Periodic
-from baremetal_allocclient.server.allocation.states import ACTIVE
+from baremetal_allocclient.server.allocation.states import (
+    ACTIVE,
+    ALLOCATING,
+    ERROR,
+)
 from baremetal_allocclient.server.allocation.workers import AllocationWorkers
 from baremetal_allocclient.server.db.engine import (
     Database,
@@ -30,6 +34,7 @@ from baremetal_allocclient.server.db.engine import (
     short_reason,
 )
 from baremetal_allocclient.server.db.models import utcnow
+from baremetal_allocclient.server.domain.recording import Change
 
 LOG = logging.getLogger(__name__)
 
@@ -100,11 +105,17 @@ class QueueRounds:
                 deadline: datetime.datetime,
                 created: datetime.datetime) -> int:
         reason = waiting.expiry_reason(rc, created, deadline)
+        now = utcnow()
         if reservation.fail_allocation(
             self._db, allocation_id, uuid, self._workers.affinity,
-            selection.failure_message(uuid, reason),
+            selection.failure_message(uuid, reason), now,
         ):
             LOG.info("Allocation %s left the line: queue deadline passed",
                      uuid)
+            recorder = self._workers.recorder
+            recorder.settled(ERROR, created, True, now)
+            recorder.failed("queue_deadline")
+            recorder.changed(Change(uuid, None, ALLOCATING, ERROR, None,
+                                    "line"))
             return 1
         return 0

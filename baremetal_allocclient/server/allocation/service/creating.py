@@ -51,6 +51,11 @@ from baremetal_allocclient.server.db.models import (
 from baremetal_allocclient.server.domain import identifiers, policy
 from baremetal_allocclient.server.domain.errors import Busy, Conflict, Invalid
 from baremetal_allocclient.server.domain.principal import Principal
+from baremetal_allocclient.server.domain.recording import (
+    NOT_RECORDED,
+    Change,
+    Recorder,
+)
 
 LOG = logging.getLogger(__name__)
 
@@ -247,6 +252,8 @@ def create(db: Database, workers: AllocationWorkers, permits: WaitPermits,
     before it, and nothing between the insert and the hand-over can
     leave the row ``allocating`` with nobody working on it."""
     allocation = store(db, workers, new, who)
+    workers.recorder.changed(Change(allocation.uuid, allocation.owner, None,
+                                    allocation.state, None, "request"))
     if allocation.state == ERROR:  # failed at once: no slot held
         return Answer(allocation, None, False, False, None)
     return hand_over(db, workers, permits, allocation, wait, scope)
@@ -363,7 +370,8 @@ class Backfill:
     node: str  # the deployed node's UUID or name
 
 
-def backfill(db: Database, affinity: str, new: Backfill, who: Principal
+def backfill(db: Database, affinity: str, new: Backfill, who: Principal,
+             recorder: Recorder = NOT_RECORDED
              ) -> tuple[AllocationRow, str]:
     """Create an ``active`` allocation for the already deployed node
     ``new.node`` names (as ``who`` may see it); the allocation and its
@@ -407,7 +415,10 @@ def backfill(db: Database, affinity: str, new: Backfill, who: Principal
                 f"Node {node.uuid} is associated with instance "
                 f"{node.instance_uuid}."
             )
-        return allocation, node.uuid
+        node_uuid = node.uuid
+    recorder.changed(Change(allocation.uuid, owner, None, ACTIVE, node_uuid,
+                            "request"))
+    return allocation, node_uuid
 
 
 def _check_backfill(

@@ -25,6 +25,11 @@ from baremetal_allocclient.server.db.models import Allocation
 from baremetal_allocclient.server.domain import policy
 from baremetal_allocclient.server.domain.errors import Conflict
 from baremetal_allocclient.server.domain.principal import Principal
+from baremetal_allocclient.server.domain.recording import (
+    NOT_RECORDED,
+    Change,
+    Recorder,
+)
 
 
 @dataclass(frozen=True)
@@ -58,7 +63,8 @@ def _check_unique(uuids: Sequence[str], names: Sequence[str | None]
     return check
 
 
-def reserve(db: Database, affinity: str, group: Group, who: Principal
+def reserve(db: Database, affinity: str, group: Group, who: Principal,
+            recorder: Recorder = NOT_RECORDED
             ) -> list[tuple[Allocation, str]]:
     """Every member ``active`` on its own node, with the node's UUID
     (their owner as ``who`` may set it); :class:`Conflict` saying why
@@ -93,4 +99,7 @@ def reserve(db: Database, affinity: str, group: Group, who: Principal
     if outcome.reason is not None:
         raise Conflict(f"Group of {count} not reserved (nothing was "
                        f"created): {outcome.reason}")
+    for member, node_uuid in outcome.members:
+        recorder.changed(Change(member.uuid, owner, None, ACTIVE, node_uuid,
+                                "request"))
     return list(outcome.members)

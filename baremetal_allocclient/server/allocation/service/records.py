@@ -16,6 +16,7 @@ from sqlalchemy import and_, bindparam
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Session
 
+from baremetal_allocclient import leases
 from baremetal_allocclient.constraints import Constraints, Funnel
 from baremetal_allocclient.server import schemas
 from baremetal_allocclient.server.allocation import lookup, matching
@@ -24,6 +25,7 @@ from baremetal_allocclient.server.allocation.release import freeing
 from baremetal_allocclient.server.allocation.selection import Request
 from baremetal_allocclient.server.allocation.service import creating
 from baremetal_allocclient.server.db import lookups, node_lookup, paging
+from baremetal_allocclient.server.db.commit_hooks import on_commit
 from baremetal_allocclient.server.db.driver_statements import (
     DriverStatement,
 )
@@ -39,6 +41,11 @@ from baremetal_allocclient.server.domain.errors import (
 from baremetal_allocclient.server.domain.paging import Page
 from baremetal_allocclient.server.domain.policy import NodeScope
 from baremetal_allocclient.server.domain.principal import Principal
+from baremetal_allocclient.server.domain.recording import (
+    NOT_RECORDED,
+    Change,
+    Recorder,
+)
 
 _Read = TypeVar("_Read")
 
@@ -148,10 +155,13 @@ def node_allocation(db: Database, scope: NodeScope, node_ident: str
 
 
 def update(db: Database, ident: str, who: Principal,
-           patch: list[dict[str, Any]]) -> tuple[Allocation, str | None]:
+           patch: list[dict[str, Any]],
+           recorder: Recorder = NOT_RECORDED
+           ) -> tuple[Allocation, str | None]:
     """Apply a JSON patch of ``name`` and ``extra`` (checked by the
     caller) to the allocation ``ident`` names, as ``who`` may see it;
-    it and its node's UUID."""
+    it and its node's UUID.  A change of the lease's end is counted as
+    a renewal."""
     with db.write() as session:
         allocation = lookup.find_allocation(session, ident, who)
         current = {"name": allocation.name, "extra": allocation.extra or {}}
@@ -171,7 +181,20 @@ def update(db: Database, ident: str, who: Principal,
                     f"An allocation with name {name} already exists."
                 )
         allocation.name = name
-        allocation.extra = patched.get("extra") or {}
+        extra = patched.get("extra") or {}
+        ends = ((allocation.extra or {}).get(leases.EXPIRES_KEY),
+                extra.get(leases.EXPIRES_KEY))
+        if None not in ends and ends[0] != ends[1]:  # a lease's end moved
+            on_commit(session, recorder.lease_renewed)
+        fields = tuple(field for field, value in (("name", name),
+                                                  ("extra", extra))
+                       if value != current[field])
+        if fields:
+            change = Change(allocation.uuid, allocation.owner,
+                            allocation.state, allocation.state,
+                            None, "request", fields)
+            on_commit(session, lambda: recorder.changed(change))
+        allocation.extra = extra
         allocation.updated_at = utcnow()
         session.flush()
         return allocation, _node_uuid(session, allocation)

@@ -19,11 +19,12 @@ from sqlalchemy.orm import Session
 from baremetal_allocclient.server.allocation import lookup
 from baremetal_allocclient.server.allocation.release import freeing, refusals
 from baremetal_allocclient.server.allocation.service import committing
+from baremetal_allocclient.server.db.commit_hooks import on_commit
 from baremetal_allocclient.server.db.engine import (
     CommitOutcomeUnknown,
     Database,
 )
-from baremetal_allocclient.server.db.models import Node
+from baremetal_allocclient.server.db.models import Allocation, Node
 from baremetal_allocclient.server.db.node_lookup import visible_node
 from baremetal_allocclient.server.domain import policy
 from baremetal_allocclient.server.domain.errors import (
@@ -32,6 +33,12 @@ from baremetal_allocclient.server.domain.errors import (
     NotFound,
 )
 from baremetal_allocclient.server.domain.principal import Principal
+from baremetal_allocclient.server.domain.recording import (
+    DELETED,
+    NOT_RECORDED,
+    Change,
+    Recorder,
+)
 
 
 class Line(Protocol):
@@ -42,21 +49,26 @@ class Line(Protocol):
 
 
 def delete(db: Database, queue: Line | None, ident: str,
-           who: Principal) -> None:
+           who: Principal, recorder: Recorder = NOT_RECORDED) -> None:
     """Delete the allocation ``ident`` names (as ``who`` may see it),
     releasing its node (:class:`Conflict` when the node's state keeps
     it); then allocations waiting in line here try at once (other
     processes see the node on their next round)."""
-    _delete(db, queue, lambda session: lookup.allocation_to_release(
+    gone = _delete(db, queue, lambda session: lookup.allocation_to_release(
         session, ident, who))
+    recorder.released("api")
+    recorder.changed(gone)
 
 
 def delete_node_allocation(db: Database, queue: Line | None,
-                           scope: policy.NodeScope, node_ident: str) -> None:
+                           scope: policy.NodeScope, node_ident: str,
+                           recorder: Recorder = NOT_RECORDED) -> None:
     """Delete the allocation holding the node ``node_ident`` names, as
     :func:`delete` does."""
-    _delete(db, queue, lambda session: node_allocation_to_release(
+    gone = _delete(db, queue, lambda session: node_allocation_to_release(
         session, scope, node_ident))
+    recorder.released("node_api")
+    recorder.changed(gone)
 
 
 def node_allocation_to_release(session: Session, scope: policy.NodeScope,
@@ -76,13 +88,17 @@ def node_allocation_to_release(session: Session, scope: policy.NodeScope,
 
 
 def _delete(db: Database, queue: Line | None,
-            find: Callable[[Session], freeing.ToRelease]) -> None:
+            find: Callable[[Session], freeing.ToRelease]) -> Change:
+    """The deletion ``find`` locks, committed; what changed."""
     # Read inside the transaction: a failed commit expires the object.
     found: list[tuple[int, str]] = []
+    gone: list[Change] = []
     try:
         with db.write() as session:
             allocation, node = find(session)
             found.append((allocation.id, allocation.uuid))
+            gone.append(_deleted(allocation, None if node is None
+                                 else node.uuid, "request"))
             if node is not None:
                 error = refusals.allocation_removal_error(
                     node, allocation.uuid)
@@ -94,23 +110,34 @@ def _delete(db: Database, queue: Line | None,
                             committing.stored(*found[0], present=False))
     if queue is not None:
         queue.wake()
+    return gone[0]
+
+
+def _deleted(allocation: Allocation, node_uuid: str | None,
+             actor: str) -> Change:
+    return Change(allocation.uuid, allocation.owner, allocation.state,
+                  DELETED, node_uuid, actor)
 
 
 # -- the Ironic wing's way in (the caller's session) --------------------
-def release_node(session: Session, node: Node) -> bool:
+def release_node(session: Session, node: Node, recorder: Recorder,
+                 path: str) -> bool:
     """Delete the allocation holding ``node`` (locked by the caller), if
     any, freeing the node in the caller's transaction (the node is read
-    again); whether there was one."""
+    again; the release is counted under ``path`` once committed);
+    whether there was one."""
     allocation = freeing.holder_of(session, node)
     if allocation is None:
         return False
+    gone = _deleted(allocation, node.uuid, path)
     freeing.release_in_session(session, allocation)
+    on_commit(session, lambda: _report(recorder, path, gone))
     session.refresh(node)
     return True
 
 
 def release_for_instance_uuid(session: Session, node: Node,
-                              new: str | None) -> bool:
+                              new: str | None, recorder: Recorder) -> bool:
     """A ``PATCH`` of the ``instance_uuid`` of ``node`` (locked by the
     caller) to ``new``: when an allocation holds the node, removing the
     UUID releases it (:class:`Conflict` when the node's state keeps it)
@@ -126,9 +153,16 @@ def release_for_instance_uuid(session: Session, node: Node,
     error = refusals.instance_uuid_removal_error(_view(node))
     if error:
         raise Conflict(error)
+    gone = _deleted(allocation, node.uuid, "instance_uuid")
     freeing.release_in_session(session, allocation)
+    on_commit(session, lambda: _report(recorder, "instance_uuid", gone))
     session.refresh(node)
     return True
+
+
+def _report(recorder: Recorder, path: str, gone: Change) -> None:
+    recorder.released(path)
+    recorder.changed(gone)
 
 
 def _view(node: Node) -> refusals.NodeView:

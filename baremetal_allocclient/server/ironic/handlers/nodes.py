@@ -236,15 +236,18 @@ def update_node(ctx: Context, ident: str) -> Response:
             )
         roots.append(root)
     _check_version_fields(ctx, roots)
-    node, related = service.update(ctx.services.db, node_scope(ctx), ident,
-                                   patch, _patch_schema(ctx))
+    services = ironic_services(ctx)
+    node, related = service.update(services.db, node_scope(ctx), ident,
+                                   patch, _patch_schema(ctx),
+                                   services.recorder)
     return json_response(_render(ctx, node, related))
 
 
 def delete_node(ctx: Context, ident: str) -> Response:
     """DELETE /v1/nodes/{ident}; its allocation (maintenance), ports and
     VIFs go too."""
-    service.delete(ctx.services.db, node_scope(ctx), ident)
+    services = ironic_services(ctx)
+    service.delete(services.db, node_scope(ctx), ident, services.recorder)
     return empty_response(204)
 
 

@@ -14,6 +14,7 @@ from typing import Protocol, cast
 
 from baremetal_allocclient.server.api.context import Context
 from baremetal_allocclient.server.db.engine import Database
+from baremetal_allocclient.server.domain.recording import Recorder
 from baremetal_allocclient.server.ironic.fake_hardware import FakeHardware
 
 
@@ -27,6 +28,9 @@ class IronicServices(Protocol):
     @property
     def conductor(self) -> str:
         """This process's conductor name (a node's ``conductor``)."""
+    @property
+    def recorder(self) -> Recorder:
+        """Where the services count what they did."""
 
 
 def ironic_services(ctx: Context) -> IronicServices:

@@ -23,6 +23,10 @@ from baremetal_allocclient.server.domain import patching
 from baremetal_allocclient.server.domain.errors import Conflict, Invalid
 from baremetal_allocclient.server.domain.paging import Page
 from baremetal_allocclient.server.domain.policy import NodeScope
+from baremetal_allocclient.server.domain.recording import (
+    NOT_RECORDED,
+    Recorder,
+)
 from baremetal_allocclient.server.ironic import (
     node_changes,
     node_listing,
@@ -100,20 +104,23 @@ def _patched(node: Node, patch: list[dict[str, Any]],
 
 
 def update(db: Database, scope: NodeScope, ident: str,
-           patch: list[dict[str, Any]], schema: dict[str, Any]) -> Shown:
+           patch: list[dict[str, Any]], schema: dict[str, Any],
+           recorder: Recorder = NOT_RECORDED) -> Shown:
     """Apply a JSON patch (its paths checked by the caller; the result
     checked against ``schema``, the request version's) with Ironic's
     rules for each field."""
     with db.write() as session:
         node = visible_node(session, scope, ident)
         after, changed = _patched(node, patch, schema)
-        node_changes.apply_changes(session, ident, node, after, changed)
+        node_changes.apply_changes(session, ident, node, after, changed,
+                                   recorder)
         node.updated_at = utcnow()
         session.flush()
         return node, node_rows.related(session, [node])
 
 
-def delete(db: Database, scope: NodeScope, ident: str) -> None:
+def delete(db: Database, scope: NodeScope, ident: str,
+           recorder: Recorder = NOT_RECORDED) -> None:
     """Delete a node with its ports and VIFs, releasing its allocation
     (409 when its state or protection keeps it)."""
     with db.write() as session:
@@ -121,7 +128,7 @@ def delete(db: Database, scope: NodeScope, ident: str) -> None:
         error = releasing.node_deletion_refusal(node)
         if error:
             raise Conflict(error)
-        releasing.release_node(session, node)
+        releasing.release_node(session, node, recorder, "node_delete")
         node_rows.delete_node(session, node)
 
 

@@ -25,8 +25,9 @@ RESULTS = os.path.join(REPO, "benchmarks", "results")
 #: the modules of benchmarks/ that write a run's figures to a file (the
 #: others are servers and clients they start)
 WRITERS = ("app_loop", "blank_lines", "cli_startup", "constraints",
-           "delete_cost", "floor", "floor_profile", "frontend", "galera",
-           "instructions", "pair", "run", "steady_memory", "traits")
+           "delete_cost", "fleet_dashboard", "floor", "floor_profile",
+           "frontend", "galera", "instructions", "metrics_cost", "pair",
+           "run", "steady_memory", "traits")
 DEFAULT = re.compile(r"--output\b.*?\(default: ([^;)\s]+)", re.S)
 
 

@@ -183,7 +183,8 @@ class AllocateTests(BackendCase):
         alloc = self.allocation("a1")
         self.assertEqual("error", alloc.state)
         self.assertEqual(
-            Settled("error", None, alloc.last_error, alloc.updated_at),
+            Settled("error", None, alloc.last_error, alloc.updated_at,
+                    step="placement"),
             report)
         self.assertIn("Placement is unreachable (waited 0.2 s)",
                       alloc.last_error)
