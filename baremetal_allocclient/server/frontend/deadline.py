@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from waitress.channel import HTTPChannel
-from waitress.parser import HTTPRequestParser
+from waitress.parser import HTTPRequestParser, ParsingError
 from waitress.server import TcpWSGIServer
 
 from baremetal_allocclient.server.frontend import sending
@@ -138,6 +138,19 @@ class TimedParser(HTTPRequestParser):
             self.began = time.monotonic()
         consumed: int = super().received(data)
         return consumed
+
+    def parse_header(self, header_plus: bytes) -> None:
+        """waitress's, with a ``Content-Length`` of any size read as too
+        large (413, as waitress answers one over the body limit): its
+        ``int()`` raised ``ValueError`` past 4,300 digits (CPython's
+        limit), which closed the connection without an answer."""
+        try:
+            super().parse_header(header_plus)
+        except ValueError:
+            length = self.headers.get("CONTENT_LENGTH", "")
+            if not (length.isascii() and length.isdigit()):
+                raise ParsingError("Bad request") from None
+            self.content_length = self.adj.max_request_body_size
 
 
 class DeadlineChannel(HTTPChannel):

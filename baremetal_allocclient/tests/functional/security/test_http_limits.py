@@ -93,3 +93,25 @@ class HttpLimitTests(testtools.TestCase):
             data=iter([b'{"resource_class": ', b'"rc-chunked"}']),
             headers={"Content-Type": "application/json"})
         self.assertEqual(201, small.status_code, small.text)
+
+    def test_a_content_length_of_any_size_is_413(self) -> None:
+        """Issue 52: a ``Content-Length`` of more than 4,300 digits
+        (CPython's limit on ``int()`` of a decimal string) closed the
+        connection without an answer, and the server logged waitress's
+        "uncaptured python exception"; now it is 413, as one of 30
+        digits is."""
+        for digits in (30, 4301, 60_000):
+            with socket.create_connection(("127.0.0.1", self.server.port),
+                                          timeout=10) as sock:
+                sock.sendall(b"POST /v1/allocations HTTP/1.1\r\nHost: x\r\n"
+                             b"Content-Length: " + b"9" * digits
+                             + b"\r\n\r\n")
+                self.assertIn(b" 413 ", sock.recv(200), digits)
+        for bad in (b"-1", b"1_000", b"\xd9\xa3"):  # Arabic-Indic three
+            with socket.create_connection(("127.0.0.1", self.server.port),
+                                          timeout=10) as sock:
+                sock.sendall(b"POST /v1/allocations HTTP/1.1\r\nHost: x\r\n"
+                             b"Content-Length: " + bad + b"\r\n\r\n")
+                self.assertIn(b" 400 ", sock.recv(200), bad)
+        self.assertEqual(200, self.server.request(
+            "GET", "/v1/nodes").status_code)
