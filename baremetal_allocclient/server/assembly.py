@@ -34,6 +34,7 @@ from baremetal_allocclient.server.api.limits import MAX_BODY
 from baremetal_allocclient.server.app import Application
 from baremetal_allocclient.server.db.engine import Database, is_unavailable
 from baremetal_allocclient.server.db.models import utcnow
+from baremetal_allocclient.server.domain.recording import Recorder
 from baremetal_allocclient.server.frontend import options as frontend_options
 from baremetal_allocclient.server.frontend.server import FrontEnd
 from baremetal_allocclient.server.ironic.fake_hardware import FakeHardware
@@ -61,6 +62,7 @@ class Assembly:
     expiry: LeaseExpiry
     app: Any
     started: datetime.datetime
+    recorder: Recorder
 
     def start(self) -> None:
         """Start the background services (the membership already runs);
@@ -143,7 +145,7 @@ def build(db: Database, args: argparse.Namespace) -> Assembly:
     app = endpoints.healthcheck(app, health.checker(db, workers),
                                 args.healthcheck_disable_file)
     return Assembly(db, setup, backend, membership, workers, rounds,
-                    takeover, hardware, expiry, app, started)
+                    takeover, hardware, expiry, app, started, recorder)
 
 
 def front_end(assembly: Assembly, args: argparse.Namespace) -> FrontEnd:
@@ -157,6 +159,7 @@ def front_end(assembly: Assembly, args: argparse.Namespace) -> FrontEnd:
         # the front end refuses (413) to buffer one over twice that.
         max_body=2 * MAX_BODY,
         tls_context=assembly.setup.tls_context,
+        recorder=assembly.recorder,
     )
 
 

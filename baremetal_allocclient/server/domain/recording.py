@@ -80,7 +80,8 @@ class Recorder(Protocol):
         """A database error of ``kind`` was met."""
 
     def connection_closed(self, reason: str) -> None:
-        """The front end closed a connection before a whole request."""
+        """The front end closed a connection on its own (``reason``:
+        request_timeout, idle_timeout, unread_answer or refused)."""
 
     def changed(self, change: Change) -> None:
         """An allocation changed (the audit trail)."""

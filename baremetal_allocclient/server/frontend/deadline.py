@@ -56,6 +56,10 @@ from waitress.channel import HTTPChannel
 from waitress.parser import HTTPRequestParser, ParsingError
 from waitress.server import TcpWSGIServer
 
+from baremetal_allocclient.server.domain.recording import (
+    NOT_RECORDED,
+    Recorder,
+)
 from baremetal_allocclient.server.frontend import sending
 
 _TIMEOUT_BODY = b"The request was not received in time.\r\n"
@@ -177,6 +181,14 @@ class DeadlineChannel(HTTPChannel):
         with self.requests_lock:
             self.delivered = True
             self.in_service += 1
+            # waitress answers a request its parser refused (malformed,
+            # over a size limit: 400, 413, 431) and closes the connection.
+            refused = any(request.error is not None
+                          for request in self.requests)
+        if refused:
+            recorder: Recorder = getattr(self.server, "recorder",
+                                         NOT_RECORDED)
+            recorder.connection_closed("refused")
         try:
             super().service()
         finally:
@@ -234,6 +246,9 @@ class DeadlineServer(TcpWSGIServer):
     channel_class = DeadlineChannel
     request_timeout = 30.0
     idle_timeout = 60.0
+    #: Counts the connections closed before a whole request (set by the
+    #: front end).
+    recorder: Recorder = NOT_RECORDED
 
     def maintenance(self, now: Any) -> None:
         """Nothing: waitress calls this while it builds the set of
@@ -247,9 +262,13 @@ class DeadlineServer(TcpWSGIServer):
         (``time.monotonic()``; the I/O thread, between two rounds)."""
         channels: dict[int, Any] = self.active_channels  # type: ignore[assignment]
         for channel in list(channels.values()):
-            action = verdict(channel.state(), now, self.request_timeout,
+            state = channel.state()
+            action = verdict(state, now, self.request_timeout,
                              self.idle_timeout)
             if action is Verdict.TIME_OUT:
                 channel.time_out()
+                self.recorder.connection_closed("request_timeout")
             elif action is Verdict.CLOSE:
                 channel.drop()
+                self.recorder.connection_closed(
+                    "unread_answer" if state.serving else "idle_timeout")

@@ -19,6 +19,10 @@ from typing import Any
 from waitress import wasyncore
 from waitress.adjustments import Adjustments
 
+from baremetal_allocclient.server.domain.recording import (
+    NOT_RECORDED,
+    Recorder,
+)
 from baremetal_allocclient.server.frontend.deadline import DeadlineServer
 from baremetal_allocclient.server.frontend.dispatch import RequestThreads
 from baremetal_allocclient.server.frontend.options import FrontEndOptions
@@ -69,8 +73,10 @@ class FrontEnd:
     def __init__(self, app: Any, host: str, port: int,
                  options: FrontEndOptions, *, backlog: int,
                  max_header: int, max_body: int,
-                 tls_context: ssl.SSLContext | None = None) -> None:
+                 tls_context: ssl.SSLContext | None = None,
+                 recorder: Recorder = NOT_RECORDED) -> None:
         self.app = keep_encoded_slashes(app)
+        self.recorder = recorder
         self.tls_context = tls_context
         self.request_timeout = options.request_timeout
         self.idle_timeout = options.idle_timeout
@@ -106,6 +112,7 @@ class FrontEnd:
                     adj=self.adj, sockinfo=sockinfo)
                 server.request_timeout = self.request_timeout
                 server.idle_timeout = self.idle_timeout
+                server.recorder = self.recorder
                 if self.tls_context is not None:
                     server.channel_class = TLSChannel
                     server.tls_context = self.tls_context  # type: ignore[attr-defined]

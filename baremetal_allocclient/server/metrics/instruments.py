@@ -105,9 +105,11 @@ class Instruments:
         self._request_series: dict[tuple[str, str, int], tuple[Any, Any]] = {}
         self._in_flight_now = self._in_flight.labels(conductor)
         self._closed = counter(
-            "connections_closed", "Connections the front end closed "
-            "before a whole request, by reason (request_timeout, "
-            "idle_timeout, unread_answer)", "reason")
+            "connections_closed", "Connections the front end closed on "
+            "its own, by reason (request_timeout: answered 408; "
+            "idle_timeout; unread_answer: a request thread waited for a "
+            "client taking nothing; refused: a malformed request or one "
+            "over a size limit, answered 400, 413 or 431)", "reason")
 
     # -- HTTP ------------------------------------------------------------
     def request(self, route: str, method: str, status: int,
@@ -178,7 +180,7 @@ class Instruments:
         self._db_errors.labels(self.conductor, kind).inc()
 
     def connection_closed(self, reason: str) -> None:
-        """The front end closed a connection before a whole request."""
+        """The front end closed a connection on its own."""
         self._closed.labels(self.conductor, reason).inc()
 
     # -- the audit trail ----------------------------------------------------

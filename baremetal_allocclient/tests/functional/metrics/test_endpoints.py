@@ -12,6 +12,7 @@ shared database server is not touched), and 200 when it is back.
 from __future__ import annotations
 
 import os
+import socket
 import tempfile
 import time
 import uuid
@@ -85,6 +86,56 @@ class WhoReadsMetricsTests(testtools.TestCase):
             answer = self._get("/healthcheck", user)
             self.assertEqual(200, answer.status_code)
             self.assertEqual("OK", answer.text.strip())
+
+
+class FrontEndClosesAreCountedTests(testtools.TestCase):
+    """``baremetal_alloc_connections_closed_total`` counts the connections
+    the front end closed on its own, by reason."""
+
+    server: InProcessServer
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        super().setUpClass()
+        cls.server = serve_for_class(
+            cls, "--request-timeout", "1", "--idle-timeout", "1",
+            http_basic=True)
+
+    def _closed(self) -> dict[str, float]:
+        answer = self.server.request(
+            "GET", "/metrics", auth=self.server.creds.auth(credentials.ADMIN))
+        self.assertEqual(200, answer.status_code, answer.text)
+        counts = {}
+        for line in answer.text.splitlines():
+            if line.startswith("baremetal_alloc_connections_closed_total{"):
+                labels, value = line.rsplit(" ", 1)
+                reason = labels.split('reason="')[1].split('"')[0]
+                counts[reason] = float(value)
+        return counts
+
+    def _connect(self) -> socket.socket:
+        sock = socket.create_connection(("127.0.0.1", self.server.port),
+                                        timeout=10)
+        self.addCleanup(sock.close)
+        return sock
+
+    def test_each_close_is_counted_by_its_reason(self) -> None:
+        before = self._closed()
+        stalled = self._connect()
+        stalled.sendall(b"GET /v1 HT")  # never finished: 408
+        kept = self._connect()
+        kept.sendall(b"GET /v1 HTTP/1.1\r\nHost: x\r\n\r\n")
+        self.assertIn(b" 200 ", kept.recv(4096))  # then idle: closed
+        refused = self._connect()
+        refused.sendall(b"POST /v1 HTTP/1.1\r\nHost: x\r\n"
+                        b"Content-Length: " + b"9" * 5000 + b"\r\n\r\n")
+        self.assertIn(b" 413 ", refused.recv(4096))
+        self.assertIn(b" 408 ", stalled.recv(4096))
+        self.assertEqual(b"", kept.recv(4096))  # closed at the idle timeout
+        after = self._closed()
+        for reason in ("request_timeout", "idle_timeout", "refused"):
+            self.assertEqual(1, after.get(reason, 0) - before.get(reason, 0),
+                             (reason, before, after))
 
 
 class HealthFollowsTheDatabaseTests(testtools.TestCase):
