@@ -16,7 +16,7 @@ from baremetal_allocclient.server.allocation.release import freeing
 from baremetal_allocclient.server.db import lookups
 from baremetal_allocclient.server.db.driver_statements import AnyConnection
 from baremetal_allocclient.server.db.models import Allocation, Node
-from baremetal_allocclient.server.db.node_lookup import visible
+from baremetal_allocclient.server.db.node_lookup import visible, visible_node
 from baremetal_allocclient.server.domain import identifiers, policy
 from baremetal_allocclient.server.domain.errors import Invalid, NotFound
 from baremetal_allocclient.server.domain.principal import Principal
@@ -88,3 +88,20 @@ def node_as_filter_argument(session: Session, ident: str,
     if node is None or not visible(who, node):
         raise Invalid(f"Node {ident} could not be found.")
     return node
+
+
+def node_and_allocation(session: Session, scope: policy.NodeScope,
+                        node_ident: str) -> tuple[Node, Allocation]:
+    """The node ``node_ident`` names and the allocation holding it, as
+    ``scope`` may see them, the node locked first in a write (the one
+    lock order): :class:`Invalid` for a missing node, as in Ironic;
+    :class:`NotFound` for one without a visible allocation."""
+    try:
+        node = visible_node(session, scope, node_ident)
+    except NotFound as exc:
+        raise Invalid(exc.message) from None
+    allocation = freeing.holder_of(session, node)
+    if allocation is None or not policy.allocation_visible(
+            scope.who, allocation.owner):
+        raise NotFound(f"Allocation for node {node_ident} was not found")
+    return node, allocation

@@ -21,7 +21,6 @@ from baremetal_allocclient.constraints import Constraints, Funnel
 from baremetal_allocclient.server import schemas
 from baremetal_allocclient.server.allocation import lookup, matching
 from baremetal_allocclient.server.allocation.backends.base import Backend
-from baremetal_allocclient.server.allocation.release import freeing
 from baremetal_allocclient.server.allocation.selection import Request
 from baremetal_allocclient.server.allocation.service import creating
 from baremetal_allocclient.server.db import lookups, node_lookup, paging
@@ -31,12 +30,10 @@ from baremetal_allocclient.server.db.driver_statements import (
 )
 from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import Allocation, utcnow
-from baremetal_allocclient.server.db.node_lookup import visible_node
 from baremetal_allocclient.server.domain import identifiers, patching, policy
 from baremetal_allocclient.server.domain.errors import (
     Conflict,
     Invalid,
-    NotFound,
 )
 from baremetal_allocclient.server.domain.paging import Page
 from baremetal_allocclient.server.domain.policy import NodeScope
@@ -139,18 +136,10 @@ def read(db: Database, ident: str, who: Principal
 def node_allocation(db: Database, scope: NodeScope, node_ident: str
                     ) -> tuple[Allocation, str | None]:
     """The allocation of the node ``node_ident`` names, as ``scope`` may
-    see them (:class:`Invalid` for a missing node, as in Ironic;
-    :class:`NotFound` for one without a visible allocation), and the
-    node's UUID."""
+    see them (:func:`.lookup.node_and_allocation`), and the node's UUID."""
     with db.read() as session:
-        try:
-            node = visible_node(session, scope, node_ident)
-        except NotFound as exc:
-            raise Invalid(exc.message) from None
-        allocation = freeing.holder_of(session, node)
-        if allocation is None or not policy.allocation_visible(
-                scope.who, allocation.owner):
-            raise NotFound(f"Allocation for node {node_ident} was not found")
+        node, allocation = lookup.node_and_allocation(
+            session, scope, node_ident)
         return allocation, node.uuid
 
 

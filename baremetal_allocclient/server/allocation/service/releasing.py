@@ -25,12 +25,9 @@ from baremetal_allocclient.server.db.engine import (
     Database,
 )
 from baremetal_allocclient.server.db.models import Allocation, Node
-from baremetal_allocclient.server.db.node_lookup import visible_node
 from baremetal_allocclient.server.domain import policy
 from baremetal_allocclient.server.domain.errors import (
     Conflict,
-    Invalid,
-    NotFound,
 )
 from baremetal_allocclient.server.domain.principal import Principal
 from baremetal_allocclient.server.domain.recording import (
@@ -74,16 +71,9 @@ def delete_node_allocation(db: Database, queue: Line | None,
 def node_allocation_to_release(session: Session, scope: policy.NodeScope,
                                node_ident: str) -> freeing.ToRelease:
     """The allocation of a node as ``scope`` may see it, locked after
-    its node (:class:`Invalid` for a missing node, as in Ironic;
-    :class:`NotFound` for a node without a visible allocation)."""
-    try:
-        node = visible_node(session, scope, node_ident)
-    except NotFound as exc:
-        raise Invalid(exc.message) from None
-    allocation = freeing.holder_of(session, node)
-    if allocation is None or not policy.allocation_visible(
-            scope.who, allocation.owner):
-        raise NotFound(f"Allocation for node {node_ident} was not found")
+    its node (:func:`.lookup.node_and_allocation`), ready to be
+    released."""
+    node, allocation = lookup.node_and_allocation(session, scope, node_ident)
     return freeing.ToRelease(allocation, _view(node))
 
 
