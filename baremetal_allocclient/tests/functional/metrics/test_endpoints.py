@@ -125,13 +125,15 @@ class FrontEndClosesAreCountedTests(testtools.TestCase):
         stalled.sendall(b"GET /v1 HT")  # never finished: 408
         kept = self._connect()
         kept.sendall(b"GET /v1 HTTP/1.1\r\nHost: x\r\n\r\n")
-        self.assertIn(b" 200 ", kept.recv(4096))  # then idle: closed
         refused = self._connect()
         refused.sendall(b"POST /v1 HTTP/1.1\r\nHost: x\r\n"
                         b"Content-Length: " + b"9" * 5000 + b"\r\n\r\n")
         self.assertIn(b" 413 ", refused.recv(4096))
         self.assertIn(b" 408 ", stalled.recv(4096))
-        self.assertEqual(b"", kept.recv(4096))  # closed at the idle timeout
+        answer = b""
+        while chunk := kept.recv(4096):  # until closed at the idle timeout
+            answer += chunk
+        self.assertIn(b" 200 ", answer)
         after = self._closed()
         for reason in ("request_timeout", "idle_timeout", "refused"):
             self.assertEqual(1, after.get(reason, 0) - before.get(reason, 0),
