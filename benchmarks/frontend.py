@@ -2,7 +2,9 @@
 
 A benchmark, not a test.  In one run, for each front end in turn (the
 same server command, application and a fresh SQLite fleet; cheroot
-through :mod:`benchmarks.cheroot_serve`):
+through :mod:`benchmarks.cheroot_serve`; ``stock``, with
+``--front-ends``, is ``serve`` on stock waitress, the fallback for a
+waitress without the internals the deadlines use):
 
 * ``GET /`` latency (p50/p99, a new connection per request, sequential)
   with no other client, then with ``--slow`` slow connections open, each
@@ -13,7 +15,7 @@ through :mod:`benchmarks.cheroot_serve`):
 
 ``--rounds`` rounds alternate the order of the two front ends (the
 machine's speed drifts); the table shows medians over the rounds and the
-ratio waitress / cheroot of each figure.
+ratio of each figure to the first front end's (waitress / cheroot).
 
 A request that gets no answer within ``--timeout`` counts as a failure
 and at that timeout in the percentiles.  The new front end runs with
@@ -48,6 +50,7 @@ from typing import Any
 
 import requests
 
+from baremetal_allocclient.server.frontend.server import STOCK_ENV
 from baremetal_allocclient.tests.functional import targets
 from benchmarks import load, rawruns, reference
 
@@ -57,9 +60,15 @@ DRIP = 2.0  # seconds between two header lines of a slow connection
 SETTLE = 3.0  # seconds the slow connections are open before measuring
 
 
+FRONT_ENDS = ("cheroot", "waitress", "stock")
+
+
 def _command(front_end: str, db: str) -> Callable[[int], list[str]]:
-    launcher = ([sys.executable, os.path.join(HERE, "cheroot_serve.py")]
-                if front_end == "cheroot" else [reference.SERVER])
+    launcher = {
+        "cheroot": [sys.executable, os.path.join(HERE, "cheroot_serve.py")],
+        "waitress": [reference.SERVER],
+        "stock": ["env", f"{STOCK_ENV}=1", reference.SERVER],
+    }[front_end]
 
     def command(port: int) -> list[str]:
         return [*launcher, "--log-level", "WARNING", "serve",
@@ -183,13 +192,13 @@ def _row(name: str, state: str, m: dict[str, Any]) -> str:
             f"{m['allocate.allocations_per_s']:>7}")
 
 
-def _ratios(new: dict[str, Any], old: dict[str, Any]) -> str:
+def _ratios(new: dict[str, Any], old: dict[str, Any], label: str) -> str:
     def ratio(key: str) -> str:
         return f"{new[key] / old[key]:.2f}" if old[key] else "-"
 
     return (f"{'ratio':9} {'':5} GET / p50 {ratio('get.p50_ms'):>8}     p99 "
             f"{ratio('get.p99_ms'):>8}    {'':13} allocations/s "
-            f"{ratio('allocate.allocations_per_s'):>7}  (waitress/cheroot)")
+            f"{ratio('allocate.allocations_per_s'):>7}  ({label})")
 
 
 def main() -> int:
@@ -200,12 +209,15 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=5.0)
     parser.add_argument("--batches", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--front-ends", nargs="+", choices=FRONT_ENDS,
+                        default=["cheroot", "waitress"],
+                        help="the first is the base of the ratios")
     rawruns.add_option(parser, "frontend")
     args = parser.parse_args()
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     started = datetime.datetime.now(datetime.timezone.utc)
-    names = ["cheroot", "waitress"]
+    names = list(args.front_ends)
     rounds: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
     for index in range(args.rounds):
         for name in (names if index % 2 == 0 else names[::-1]):
@@ -215,7 +227,9 @@ def main() -> int:
     for state in ("idle", "slow"):
         for name in names:
             print(_row(name, state, summary[name][state]))
-        print(_ratios(summary["waitress"][state], summary["cheroot"][state]))
+        for name in names[1:]:
+            print(_ratios(summary[name][state], summary[names[0]][state],
+                          f"{name}/{names[0]}"))
     rawruns.write_json(args.output, {
         "started": started.isoformat(timespec="seconds"),
         "arguments": {k: v for k, v in vars(args).items() if k != "output"},

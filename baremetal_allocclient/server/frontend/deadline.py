@@ -47,20 +47,16 @@ import fcntl
 import socket
 import struct
 import termios
-import threading
 import time
 from dataclasses import dataclass
 from typing import Any
-
-from waitress.channel import HTTPChannel
-from waitress.parser import HTTPRequestParser, ParsingError
-from waitress.server import TcpWSGIServer
 
 from baremetal_allocclient.server.domain.recording import (
     NOT_RECORDED,
     Recorder,
 )
 from baremetal_allocclient.server.frontend import sending
+from baremetal_allocclient.server.frontend import waitress_internals as w
 
 _TIMEOUT_BODY = b"The request was not received in time.\r\n"
 TIMEOUT_RESPONSE = (
@@ -130,7 +126,7 @@ def verdict(state: State, now: float, request_timeout: float,
     return Verdict.KEEP
 
 
-class TimedParser(HTTPRequestParser):
+class TimedParser(w.Parser):
     """waitress's request parser, knowing when its request began: its
     first byte that is not white space (which the parser skips before a
     request line)."""
@@ -151,13 +147,13 @@ class TimedParser(HTTPRequestParser):
         try:
             super().parse_header(header_plus)
         except ValueError:
-            length = self.headers.get("CONTENT_LENGTH", "")
+            length = w.header(self, "CONTENT_LENGTH")
             if not (length.isascii() and length.isdigit()):
-                raise ParsingError("Bad request") from None
-            self.content_length = self.adj.max_request_body_size
+                raise w.ParsingError("Bad request") from None
+            w.over_the_body_limit(self)
 
 
-class DeadlineChannel(HTTPChannel):
+class DeadlineChannel(w.Channel):
     """An HTTP connection that knows which phase it is in (and asks the
     I/O loop to send only what a request thread is not sending, see
     :mod:`.sending`)."""
@@ -170,7 +166,6 @@ class DeadlineChannel(HTTPChannel):
     idle_since: float | None = None
     delivered = False
     in_service = 0  # request threads in service() (under requests_lock)
-    requests_lock: threading.Lock  # (waitress's, made in __init__)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.opened = time.monotonic()
@@ -178,13 +173,12 @@ class DeadlineChannel(HTTPChannel):
 
     def service(self) -> None:
         """Serve the next request (a request thread)."""
-        with self.requests_lock:
+        with w.requests_lock(self):
             self.delivered = True
             self.in_service += 1
             # waitress answers a request its parser refused (malformed,
             # over a size limit: 400, 413, 431) and closes the connection.
-            refused = any(request.error is not None
-                          for request in self.requests)
+            refused = w.refused_requests(self)
         if refused:
             recorder: Recorder = getattr(self.server, "recorder",
                                          NOT_RECORDED)
@@ -192,7 +186,7 @@ class DeadlineChannel(HTTPChannel):
         try:
             super().service()
         finally:
-            with self.requests_lock:
+            with w.requests_lock(self):
                 # Before in_service drops, so that the I/O thread reading
                 # in_service 0 reads this idle time, not the last one.
                 self.idle_since = time.monotonic()
@@ -200,46 +194,37 @@ class DeadlineChannel(HTTPChannel):
 
     def state(self) -> State:
         """This connection's :class:`State` (the I/O thread)."""
-        with self.requests_lock:
-            serving = bool(self.requests) or self.in_service > 0
-            request = self.request
+        with w.requests_lock(self):
+            serving = w.request_running(self) or self.in_service > 0
             stalled = 0.0
-            if serving and (self.total_outbufs_len
-                            > self.adj.outbuf_high_watermark):
-                # waitress's last_activity: the last byte sent (no byte
-                # is read while output is queued), or the request's start.
-                stalled = time.time() - self.last_activity
+            if serving and w.output_over_watermark(self):
+                # No byte is read while output is queued: the last byte
+                # sent, or the request's start.
+                stalled = time.time() - w.last_sent(self)
             return State(
                 opened=self.opened, delivered=self.delivered,
-                serving=serving,
-                began=getattr(request, "began", None),  # a TimedParser
-                idle_since=self.idle_since,
-                closing=bool(self.will_close or self.close_when_flushed),
+                serving=serving, began=w.request_began(self),
+                idle_since=self.idle_since, closing=w.closing(self),
                 stalled=stalled)
 
     def drop(self) -> None:
         """Close now, with a reset if the client has not taken all it
         was sent (I/O thread only)."""
-        sock = self.socket
-        if sock is not None and (self.total_outbufs_len or unsent(sock)):
+        sock = w.socket_of(self)
+        if sock is not None and (w.output_pending(self) or unsent(sock)):
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _RESET)
-        self.handle_close()
+        w.close_now(self)
 
     def time_out(self) -> None:
         """Answer 408 and close once that is sent (I/O thread only)."""
-        if self.request is not None:
-            self.request.close()  # its body's temporary file, if any
-        self.request = None
+        w.discard_request(self)
         self.idle_since = time.monotonic()
-        with self.outbuf_lock:
-            self.outbufs[-1].append(TIMEOUT_RESPONSE)
-            self.total_outbufs_len += len(TIMEOUT_RESPONSE)
-            self.current_outbuf_count += len(TIMEOUT_RESPONSE)
-        self.close_when_flushed = True
+        w.queue_output(self, TIMEOUT_RESPONSE)
+        w.close_when_sent(self)
 
 
-class DeadlineServer(TcpWSGIServer):
+class DeadlineServer(w.Server):
     """A TCP server that enforces each connection's deadlines (instead
     of waitress's ``channel_timeout``)."""
 
@@ -260,8 +245,7 @@ class DeadlineServer(TcpWSGIServer):
     def check_deadlines(self, now: float) -> None:
         """Answer 408 or close each connection past a deadline at ``now``
         (``time.monotonic()``; the I/O thread, between two rounds)."""
-        channels: dict[int, Any] = self.active_channels  # type: ignore[assignment]
-        for channel in list(channels.values()):
+        for channel in w.channels(self):
             state = channel.state()
             action = verdict(state, now, self.request_timeout,
                              self.idle_timeout)

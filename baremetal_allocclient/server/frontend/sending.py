@@ -25,20 +25,21 @@ some.
 
 from __future__ import annotations
 
-from waitress.channel import HTTPChannel
+from typing import Any
+
+from baremetal_allocclient.server.frontend import waitress_internals as w
 
 
-def writable(channel: HTTPChannel) -> bool:
+def writable(channel: Any) -> bool:
     """Whether the I/O loop should wait for ``channel``'s socket to take
     more output (its ``writable`` in the loop's ``poll()``)."""
-    if not HTTPChannel.writable(channel):
+    if not w.stock_writable(channel):
         return False  # nothing queued, nothing to close
-    if not channel.requests or channel.will_close \
-            or channel.close_when_flushed:
+    if not w.request_running(channel) or w.closing(channel):
         return True  # only the loop sends it, or closes the connection
-    if channel.total_outbufs_len > channel.adj.outbuf_high_watermark:
+    if w.output_over_watermark(channel):
         return True  # the request thread waits for the loop to send
-    lock = channel.outbuf_lock
+    lock = w.output_lock(channel)
     if not lock.acquire(blocking=False):
         return False  # a request thread is sending it
     lock.release()

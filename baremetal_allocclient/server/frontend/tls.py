@@ -20,9 +20,9 @@ from __future__ import annotations
 import errno
 import ssl
 import threading
-import time
 from typing import Any
 
+from baremetal_allocclient.server.frontend import waitress_internals as w
 from baremetal_allocclient.server.frontend.deadline import DeadlineChannel
 
 _WANT = (ssl.SSLWantReadError, ssl.SSLWantWriteError)
@@ -51,8 +51,8 @@ class TLSChannel(DeadlineChannel):
         return bool(super().readable())
 
     def writable(self) -> bool:
-        if not self.handshaken:  # will_close: timed out in the handshake
-            return self.handshake_wants_write or self.will_close
+        if not self.handshaken:  # closing: told to close in the handshake
+            return self.handshake_wants_write or w.closing(self)
         return bool(super().writable())
 
     def time_out(self) -> None:
@@ -72,7 +72,7 @@ class TLSChannel(DeadlineChannel):
             self.handshake_wants_write = True
             return
         except OSError:  # bad client hello, plain HTTP, reset: just close
-            self.handle_close()
+            w.close_now(self)
             return
         self.handshaken = True
         self.handshake_wants_write = False
@@ -81,28 +81,28 @@ class TLSChannel(DeadlineChannel):
         if not self.handshaken:
             self._handshake()
             return
-        while self.socket is not None:
+        while w.socket_of(self) is not None:
             try:
                 with self.tls_lock:
-                    data = self.tls_socket.recv(self.adj.recv_bytes)
+                    data = self.tls_socket.recv(w.receive_size(self))
             except _WANT:
                 return
             except OSError:
-                self.handle_close()
+                w.close_now(self)
                 return
             if not data:  # the client closed
-                self.handle_close()
+                w.close_now(self)
                 return
-            self.last_activity = time.time()
-            self.received(data)
+            w.deliver(self, data)
             with self.tls_lock:
-                if self.socket is None or not self.tls_socket.pending():
+                if (w.socket_of(self) is None
+                        or not self.tls_socket.pending()):
                     return
 
     def handle_write(self) -> None:
         if not self.handshaken:
-            if self.will_close:
-                self.handle_close()
+            if w.closing(self):
+                w.close_now(self)
             else:
                 self._handshake()
             return
@@ -112,7 +112,7 @@ class TLSChannel(DeadlineChannel):
         # handle_close takes the outbuf lock: never under tls_lock.
         try:
             with self.tls_lock:
-                if self.socket is None:
+                if w.socket_of(self) is None:
                     return 0
                 return self.tls_socket.send(data)
         except _WANT:
@@ -121,5 +121,5 @@ class TLSChannel(DeadlineChannel):
             if why.args[0] not in _DISCONNECTED:
                 raise  # waitress closes the connection
             if do_close:
-                self.handle_close()
+                w.close_now(self)
             return 0

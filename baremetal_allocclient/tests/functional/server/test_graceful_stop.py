@@ -69,7 +69,7 @@ class ClosedTriggerTests(testtools.TestCase):
         loop = threading.Thread(target=front.serve, daemon=True)
         loop.start()
         self.addCleanup(loop.join, 5)
-        trigger = front.servers[0].trigger
+        trigger = front.impl.servers[0].trigger
         number = trigger.trigger  # the write end's descriptor
         trigger.close()
         read_end = _pipe_writing_at(number)  # another file got it
@@ -77,6 +77,6 @@ class ClosedTriggerTests(testtools.TestCase):
         self.addCleanup(os.close, number)
         os.set_blocking(read_end, False)
         front.stop()
-        loop.join(frontend.CHECK_INTERVAL + 2)
+        loop.join(options.CHECK_INTERVAL + 2)
         self.assertFalse(loop.is_alive())
         self.assertRaises(BlockingIOError, os.read, read_end, 1)

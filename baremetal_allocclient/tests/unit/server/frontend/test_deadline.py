@@ -79,7 +79,7 @@ class _Streaming:
             options.FrontEndOptions(1, 30.0, idle, 16),
             backlog=8, max_header=8192, max_body=8192)
         self.front.prepare()
-        self.port = self.front.servers[0].socket.getsockname()[1]
+        self.port = self.front.port
         self.thread = threading.Thread(target=self.front.serve, daemon=True)
         self.thread.start()
 
@@ -118,7 +118,7 @@ class UnreadAnswerTests(testtools.TestCase):
         reader.connect(("127.0.0.1", front.port))
         reader.sendall(b"GET /large HTTP/1.1\r\nHost: x\r\n\r\n")
         sent = time.monotonic()
-        self.assertTrue(front.ended.wait(idle + 2 * frontend.CHECK_INTERVAL
+        self.assertTrue(front.ended.wait(idle + 2 * options.CHECK_INTERVAL
                                          + 5))
         self.assertGreaterEqual(time.monotonic() - sent, idle - 0.5)
         with socket.create_connection(("127.0.0.1", front.port),

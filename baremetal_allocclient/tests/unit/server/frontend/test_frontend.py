@@ -71,7 +71,7 @@ class DescriptorBudgetTests(testtools.TestCase):
                 options.FrontEndOptions(2, 5.0, 5.0, 10), backlog=8,
                 max_header=1024, max_body=1024)
             self.assertRaises(OSError, front.prepare)
-        self.assertEqual({}, front.map)  # nothing left open
+        self.assertEqual({}, front.impl.map)  # nothing left open
 
 
 class EncodedSlashTests(testtools.TestCase):

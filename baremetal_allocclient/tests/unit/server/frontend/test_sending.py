@@ -14,6 +14,7 @@ import testtools
 
 from baremetal_allocclient.server.frontend import options
 from baremetal_allocclient.server.frontend import server as frontend
+from baremetal_allocclient.server.frontend import waitress_internals as w
 from baremetal_allocclient.server.frontend.deadline import DeadlineChannel
 
 QUEUED = b"queued by a request thread\r\n"
@@ -46,10 +47,7 @@ def held(lock: Any, first: Callable[[], object] | None = None
 def queue(channel: Any, data: bytes = QUEUED) -> None:
     """Output queued on ``channel`` and not sent yet (the caller holds
     its lock, or no other thread uses it)."""
-    with channel.outbuf_lock:  # reentrant
-        channel.outbufs[-1].append(data)
-        channel.total_outbufs_len += len(data)
-        channel.current_outbuf_count += len(data)
+    w.queue_output(channel, data)  # (its lock is reentrant)
 
 
 class _FrontEnd:
@@ -62,8 +60,8 @@ class _FrontEnd:
             options.FrontEndOptions(4, 30.0, 30.0, 16),
             backlog=8, max_header=8192, max_body=8192)
         self.front.prepare()
-        self.server = self.front.servers[0]
-        self.port = self.server.socket.getsockname()[1]
+        self.server = self.front.impl.servers[0]
+        self.port = self.front.port
         self.thread = threading.Thread(target=self.front.serve, daemon=True)
         self.thread.start()
 
@@ -99,7 +97,7 @@ class WritableTests(testtools.TestCase):
             self) -> None:
         queue(self.channel)
         self.assertTrue(self.channel.writable())
-        with held(self.channel.outbuf_lock):
+        with held(w.output_lock(self.channel)):
             self.assertTrue(self.channel.writable())
 
     def test_a_running_request_sending_its_output_keeps_the_loop_out(
@@ -107,18 +105,18 @@ class WritableTests(testtools.TestCase):
         queue(self.channel)
         self.channel.requests = [object()]
         self.assertTrue(self.channel.writable())  # its thread is not in a send
-        with held(self.channel.outbuf_lock):
+        with held(w.output_lock(self.channel)):
             self.assertFalse(self.channel.writable())
 
     def test_closing_and_over_the_high_watermark_still_ask(self) -> None:
         queue(self.channel)
         self.channel.requests = [object()]
-        with held(self.channel.outbuf_lock):
-            self.channel.close_when_flushed = True
+        with held(w.output_lock(self.channel)):
+            w.close_when_sent(self.channel)
             self.assertTrue(self.channel.writable())
         self.channel.close_when_flushed = False
         over = b"x" * self.channel.adj.outbuf_high_watermark
-        with held(self.channel.outbuf_lock,
+        with held(w.output_lock(self.channel),
                   first=lambda: queue(self.channel, over)):
             self.assertTrue(self.channel.writable())
 
@@ -138,7 +136,7 @@ class LoopTests(testtools.TestCase):
         self.addCleanup(client.close)
         client.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         self.assertTrue(front.called.wait(10))
-        (channel,) = front.server.active_channels.values()
+        (channel,) = w.channels(front.server)
         rounds = []
         handle_write = channel.handle_write
 
@@ -152,7 +150,7 @@ class LoopTests(testtools.TestCase):
             queue(channel)
             front.server.pull_trigger()
 
-        with held(channel.outbuf_lock, first=queue_and_wake):
+        with held(w.output_lock(channel), first=queue_and_wake):
             time.sleep(0.3)
             spun = len(rounds)
         self.assertLessEqual(spun, 2, "the loop went round while the "
@@ -160,7 +158,7 @@ class LoopTests(testtools.TestCase):
         # The lock free, the loop's next round sends it (within a
         # deadline check's interval), the request still running.
         got = b""
-        client.settimeout(frontend.CHECK_INTERVAL + 5)
+        client.settimeout(options.CHECK_INTERVAL + 5)
         while len(got) < len(QUEUED):
             got += client.recv(4096)
         self.assertEqual(QUEUED, got)
