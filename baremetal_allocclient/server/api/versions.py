@@ -65,6 +65,15 @@ COLLECTIONS: tuple[tuple[str, int], ...] = (
     ("nodes", 1), ("ports", 1), ("allocations", ALLOCATIONS),
     ("shards", SHARDS),
 )
+#: Where ``version`` stands in Ironic's ``GET /v1``: after the
+#: collections of API 1.1, before those added later.
+_BEFORE_VERSION = 1
+#: The link Ironic's ``GET /v1`` gives to the API's description.
+DESCRIBED_BY = {
+    "href": "https://docs.openstack.org//ironic/latest/contributor//"
+            "webapi.html",
+    "rel": "describedby", "type": "text/html",
+}
 
 _VERSION_RE = re.compile(r"^(\d+)\.(\d+)$")
 _SUPPORTED = (
@@ -148,14 +157,17 @@ def v1_document(base_url: str, minor: int) -> dict[str, Any]:
 
     document: dict[str, Any] = {
         "id": "v1",
-        "links": [{"href": f"{base_url}/v1/", "rel": "self"}],
+        "links": [{"href": f"{base_url}/v1/", "rel": "self"},
+                  dict(DESCRIBED_BY)],
         "media_types": {
             "base": "application/json",
             "type": "application/vnd.openstack.ironic.v1+json",
         },
     }
     for resource, since in COLLECTIONS:
+        if since > _BEFORE_VERSION and "version" not in document:
+            document["version"] = version_document(base_url)
         if minor >= since:
             document[resource] = links(resource)
-    document["version"] = version_document(base_url)
+    document.setdefault("version", version_document(base_url))
     return document

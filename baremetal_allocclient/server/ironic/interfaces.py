@@ -54,9 +54,12 @@ INTERFACES: dict[str, Interface] = dict((
     _iface("vendor", 31, "no-vendor"),
 ))
 
-#: The interface types GET /v1/nodes/{id}/validate reports, in order.
-VALIDATED = ("bios", "boot", "console", "deploy", "inspect", "management",
-             "network", "power", "raid", "rescue", "storage")
+#: The interface types GET /v1/nodes/{id}/validate reports, in Ironic's
+#: order: the core interfaces, then the optional ones (every one but
+#: vendor, at every API version).
+VALIDATED = ("boot", "deploy", "management", "network", "power",
+             "bios", "console", "firmware", "inspect", "raid", "rescue",
+             "storage")
 
 
 def invalid_value(field: str, value: Any) -> str | None:

@@ -205,6 +205,11 @@ def _change_instance_uuid(
         raise Invalid(f"Expected UUID for instance_uuid: {new}")
     if new is not None:
         new = identifiers.canonical_uuid(new)
+        if new == node.instance_uuid:
+            return
+        if node.instance_uuid is not None:  # Ironic's NodeAssociated
+            raise Conflict(f"Node {node.uuid} is associated with instance "
+                           f"{node.instance_uuid}.")
     if releasing.release_for_instance_uuid(session, node, new, recorder):
         return
     if new is not None and node_rows.instance_taken(session, new, node.id):

@@ -196,6 +196,17 @@ class ApiVersionContract(base.ContractMixin):
                 self.assertEqual(minor >= since, collection in body,
                                  f"{collection} at 1.{minor}")
             self.assertEqual("1.115", body["version"]["version"])
+            # The keys both serve in Ironic's order; its links to itself
+            # and to the API's description.
+            common = [key for key in body
+                      if key in ("id", "links", "media_types", "version",
+                                 *served)]
+            self.assertEqual(
+                ["id", "links", "media_types", "nodes", "ports", "version",
+                 *(["allocations"] if minor >= 52 else []),
+                 *(["shards"] if minor >= 82 else [])], common)
+            self.assertEqual(["self", "describedby"],
+                             [link["rel"] for link in body["links"]])
 
     def test_request_id_headers(self) -> None:
         """Ironic sends both request-id headers at every version, also

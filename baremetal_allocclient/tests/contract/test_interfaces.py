@@ -32,6 +32,11 @@ class InterfaceContract(base.ContractMixin):
             node["firmware_interface"], node["inspect_interface"],
             node["boot_interface"], node["network_interface"]))
         checks = self.target.expect(200, "GET", f"/v1/nodes/{uuid}/validate")
+        # Every interface but vendor, core ones first, as Ironic lists them.
+        self.assertEqual(["boot", "deploy", "management", "network", "power",
+                          "bios", "console", "firmware", "inspect", "raid",
+                          "rescue", "storage"], list(checks))
+        self.assertFalse(checks["firmware"]["result"])
         self.assertEqual({"result": True}, checks["boot"])
         self.assertFalse(checks["inspect"]["result"])
         self.assertIn("fake-hardware does not support inspect",

@@ -80,6 +80,34 @@ class Release(base.ContractMixin):
         self.assertEqual(None, node["allocation_uuid"])
         self.assertReleased(done["node_uuid"], done["uuid"])
 
+    def test_another_instance_uuid_is_refused_as_node_associated(
+            self) -> None:
+        """Setting another ``instance_uuid`` on a node that has one is
+        Ironic's 409 "Node ... is associated with instance ...", whether
+        an allocation set it or a PATCH did; the same one is no change."""
+        rc, _ = self.enroll(1)
+        done = self.allocate({"resource_class": rc})
+        node = done["node_uuid"]
+        other = str(uuidlib.uuid4())
+        self.assertError(self.target.request(
+            "PATCH", f"/v1/nodes/{node}",
+            [{"op": "replace", "path": "/instance_uuid", "value": other}]),
+            409, f"Node {node} is associated with instance {done['uuid']}.")
+        self.assertReserved(self.target.allocation(done["uuid"]))
+        _, (plain,) = self.enroll(1)
+        first = str(uuidlib.uuid4())
+        self.target.expect(200, "PATCH", f"/v1/nodes/{plain['uuid']}", [
+            {"op": "add", "path": "/instance_uuid", "value": first}])
+        self.assertError(self.target.request(
+            "PATCH", f"/v1/nodes/{plain['uuid']}",
+            [{"op": "replace", "path": "/instance_uuid", "value": other}]),
+            409, f"Node {plain['uuid']} is associated with instance {first}.")
+        same = self.target.expect(200, "PATCH", f"/v1/nodes/{plain['uuid']}", [
+            {"op": "replace", "path": "/instance_uuid", "value": first}])
+        self.assertEqual(first, same["instance_uuid"])
+        self.target.expect(200, "PATCH", f"/v1/nodes/{plain['uuid']}", [
+            {"op": "remove", "path": "/instance_uuid"}])
+
     def test_allocation_uuid_is_read_only(self) -> None:
         """PATCH of /allocation_uuid is a 400 naming the field."""
         rc, _ = self.enroll(1)

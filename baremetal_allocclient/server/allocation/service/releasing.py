@@ -131,15 +131,14 @@ def release_for_instance_uuid(session: Session, node: Node,
     """A ``PATCH`` of the ``instance_uuid`` of ``node`` (locked by the
     caller) to ``new``: when an allocation holds the node, removing the
     UUID releases it (:class:`Conflict` when the node's state keeps it)
-    and setting another is a conflict.  Whether an allocation held it
-    (the change is then done)."""
+    and setting another is a conflict, Ironic's "is associated".
+    Whether an allocation held it (the change is then done)."""
     allocation = freeing.holder_of(session, node)
     if allocation is None:
         return False
     if new is not None:
-        raise Conflict(
-            f"Node {node.uuid} has allocation {allocation.uuid}; remove "
-            f"instance_uuid (or the allocation) before setting another")
+        raise Conflict(f"Node {node.uuid} is associated with instance "
+                       f"{node.instance_uuid or allocation.uuid}.")
     error = refusals.instance_uuid_removal_error(_view(node))
     if error:
         raise Conflict(error)
