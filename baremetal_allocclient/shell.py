@@ -28,6 +28,7 @@ from cliff import commandmanager
 
 if TYPE_CHECKING:
     from baremetal_allocclient.v1 import Client
+    from baremetal_allocclient.v1.clouds import ResolvedCloud
 
 _ALLOCATION = "baremetal_allocclient.osc.v1.allocation"
 #: The fixed command table: command name -> "module:class".
@@ -139,6 +140,32 @@ def _given_auth(argv: Sequence[str]) -> argparse.Namespace:
     return given
 
 
+#: What this command line reads itself, besides the auth plugin's
+#: options: flags, and OS_* variables (with openstacksdk's own).
+_OWN_FLAGS = frozenset((
+    "--os-cloud", "--os-endpoint", "--os-region-name", "--os-interface",
+    "--os-baremetal-api-version", "--os-cacert", "--os-cert", "--os-key",
+))
+_OWN_VARIABLES = frozenset((
+    "OS_CLOUD", "OS_ENDPOINT", "OS_BAREMETAL_ENDPOINT", "OS_REGION_NAME",
+    "OS_INTERFACE", "OS_BAREMETAL_API_VERSION", "OS_CACERT", "OS_CERT",
+    "OS_KEY", "OS_CLIENT_CONFIG_FILE", "OS_CLIENT_SECURE_FILE",
+))
+
+
+def _may_override_a_cloud(argv: Sequence[str]) -> bool:
+    """Whether ``argv`` or the environment may hold an auth plugin's
+    option (a flag or ``OS_*`` variable this command line does not read
+    itself), or asks for help (pure but for the environment)."""
+    for arg in argv:
+        flag = arg.split("=", 1)[0]
+        if flag in ("-h", "--help") or (
+                flag.startswith("--os-") and flag not in _OWN_FLAGS):
+            return True
+    return any(name.startswith("OS_") and name not in _OWN_VARIABLES
+               for name in os.environ)
+
+
 def add_connection_options(
     parser: argparse.ArgumentParser, argv: Sequence[str] = ()
 ) -> None:
@@ -153,6 +180,13 @@ def add_connection_options(
     given = _given_auth(argv)
     implied = given.auth_type or (
         "password" if given.auth_url or given.cloud else NO_AUTH)
+    if (implied == "password" and not given.auth_type
+            and not given.auth_url and not _may_override_a_cloud(argv)):
+        # A cloud alone: clouds.yaml says how to authenticate, and
+        # nothing on the command line or in OS_* could override it, so
+        # keystoneauth's loader (the password plugin's options) is not
+        # imported for nothing.
+        implied = NO_AUTH
     parser.set_defaults(auth_type_given=given.auth_type)
     group = parser.add_argument_group("connection and authentication")
     group.add_argument(
@@ -386,9 +420,9 @@ def build_client(options: argparse.Namespace) -> Client:
         options.os_baremetal_api_version
     )
     if options.cloud:
-        return Client.from_cloud(
-            options.cloud, api_version=api_version, **cloud_overrides(options)
-        )
+        return Client.from_resolved_cloud(
+            resolve_cloud(options.cloud, cloud_overrides(options)),
+            api_version=api_version)
     problem = connection_problem(options)
     if problem:
         raise UsageError(problem)
@@ -409,6 +443,22 @@ def build_client(options: argparse.Namespace) -> Client:
         region_name=options.region_name,
         api_version=api_version,
     )
+
+
+def resolve_cloud(cloud: str, overrides: dict[str, Any]) -> ResolvedCloud:
+    """``cloud`` of clouds.yaml with ``overrides``: from the cache of
+    resolved clouds when it holds, else through openstacksdk's loader
+    (then cached)."""
+    from baremetal_allocclient.v1 import cloud_cache, clouds
+
+    cached = cloud_cache.enabled()
+    resolved = cloud_cache.load(cloud, overrides) if cached else None
+    if resolved is None:
+        resolved = clouds.ResolvedCloud.from_region(
+            clouds.resolve(cloud, **overrides))
+        if cached:
+            cloud_cache.store(cloud, overrides, resolved)
+    return resolved
 
 
 def _keystone_session(

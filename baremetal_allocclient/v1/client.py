@@ -23,7 +23,13 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from baremetal_allocclient import exceptions
-from baremetal_allocclient.v1 import allocations, listing, nodes, waiting
+from baremetal_allocclient.v1 import (
+    allocations,
+    clouds,
+    listing,
+    nodes,
+    waiting,
+)
 from baremetal_allocclient.v1.allocations import _Unset
 from baremetal_allocclient.v1.capacity import CAPACITY_PATH
 from baremetal_allocclient.v1.resources import Allocation, Node
@@ -51,13 +57,6 @@ UNSET: Final = allocations.UNSET
 
 SERVICE_TYPE: Final = "baremetal"
 CLIENT_NAME: Final = "baremetal-allocclient"
-
-
-def one_interface(value: str | list[str] | None) -> str | None:
-    """openstacksdk may give a list of interfaces; use the preferred one."""
-    if isinstance(value, list):
-        return value[0] if value else None
-    return value
 
 
 class Client(ApiSession):
@@ -169,33 +168,39 @@ class Client(ApiSession):
         ``baremetal_api_version`` with a minor part (``1.58``) pins the
         version unless ``api_version`` is given.
         """
-        # Imported here: openstack.config costs ~0.2 s at start-up, and only
-        # this constructor needs it.
-        import openstack.config
-        import openstack.exceptions
         from keystoneauth1 import exceptions as ks_exc
 
+        region = clouds.resolve(cloud, **overrides)
         try:
-            config = openstack.config.OpenStackConfig()
-            region = config.get_one(cloud=cloud, **overrides)
             session = region.get_session()
-        except (
-            openstack.exceptions.SDKException,
-            ks_exc.ClientException,
-        ) as exc:
+        except ks_exc.ClientException as exc:
             raise exceptions.ConfigurationError(
                 f"Invalid cloud configuration: {exc}"
             ) from exc
-        if api_version is None:
-            configured = region.get_api_version(SERVICE_TYPE)
-            if configured and "." in str(configured):
-                api_version = str(configured)
+        return cls.from_resolved_cloud(
+            clouds.ResolvedCloud.from_region(region), session=session,
+            api_version=api_version, retry_policy=retry_policy)
+
+    @classmethod
+    def from_resolved_cloud(
+        cls,
+        resolved: clouds.ResolvedCloud,
+        *,
+        session: ks_session.Session | None = None,
+        api_version: VersionArg = None,
+        retry_policy: retries.RetryPolicy | None = None,
+    ) -> Client:
+        """Build a client from a cloud :func:`.clouds.resolve` resolved,
+        on ``session`` or on one of its own (:meth:`.ResolvedCloud.session`).
+        Its ``baremetal_api_version`` pins the version unless
+        ``api_version`` is given."""
         return cls.from_session(
-            session,
-            endpoint_override=region.get_endpoint(SERVICE_TYPE),
-            interface=one_interface(region.get_interface(SERVICE_TYPE)),
-            region_name=region.get_region_name(SERVICE_TYPE),
-            api_version=api_version,
+            session if session is not None else resolved.session(),
+            endpoint_override=resolved.endpoint,
+            interface=resolved.interface,
+            region_name=resolved.region_name,
+            api_version=(resolved.api_version if api_version is None
+                         else api_version),
             retry_policy=retry_policy,
         )
 

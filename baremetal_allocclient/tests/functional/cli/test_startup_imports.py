@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 
+import fixtures
 import testtools
 
 from baremetal_allocclient.tests.functional import targets
@@ -81,16 +82,19 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 """
 
 
-def imported_modules(*args: str, endpoint: str) -> tuple[set[str], str]:
-    """The modules a ``baremetal-alloc`` run imported, and its stdout."""
+def imported_modules(*args: str, endpoint: str | None = None,
+                     env: dict[str, str] | None = None
+                     ) -> tuple[set[str], str]:
+    """The modules a ``baremetal-alloc`` run imported, and its stdout
+    (``--os-endpoint endpoint`` when given, ``env`` added)."""
     script = os.path.join(clirunner.BIN_DIR, clirunner.STANDALONE)
+    where = ["--os-endpoint", endpoint] if endpoint else []
     with tempfile.TemporaryDirectory() as tmp:
         listing = os.path.join(tmp, "modules")
         proc = subprocess.run(
-            [sys.executable, "-c", WRAPPER, script,
-             "--os-endpoint", endpoint, *args],
+            [sys.executable, "-c", WRAPPER, script, *where, *args],
             capture_output=True, text=True, timeout=120, check=False,
-            env=clirunner.clean_env({"MODULES_FILE": listing}),
+            env=clirunner.clean_env({"MODULES_FILE": listing, **(env or {})}),
         )
         if proc.returncode != 0:
             raise AssertionError(
@@ -137,3 +141,24 @@ class TestListImports(testtools.TestCase):
     def test_sdk_modules_not_imported(self) -> None:
         modules = self.run_list("-f", "value")
         self.assertEqual([], imported(modules, SDK_LAZY))
+
+    def test_a_cloud_of_clouds_yaml_is_loaded_once(self) -> None:
+        """With ``OS_CLOUD``, the first run resolves the cloud through
+        openstacksdk and caches it (no secret); the next one lists
+        without importing openstacksdk or keystoneauth1's loader."""
+        folder = self.useFixture(fixtures.TempDir()).path
+        clouds = os.path.join(folder, "clouds.yaml")
+        with open(clouds, "w", encoding="utf-8") as stream:
+            stream.write("clouds:\n  lab:\n    auth_type: none\n"
+                         "    auth:\n"
+                         f"      endpoint: {self.target.endpoint}\n")
+        env = {"OS_CLOUD": "lab", "OS_CLIENT_CONFIG_FILE": clouds,
+               "XDG_CACHE_HOME": os.path.join(folder, "cache")}
+        first, out = imported_modules(
+            "list", "--resource-class", self.rc, "-f", "value", env=env)
+        self.assertIn(self.name, out)
+        self.assertEqual(["openstack"], imported(first, ("openstack",)))
+        again, out = imported_modules(
+            "list", "--resource-class", self.rc, "-f", "value", env=env)
+        self.assertIn(self.name, out)
+        self.assertEqual([], imported(again, NOT_FOR_LIST + TABLE_ONLY))
