@@ -350,6 +350,23 @@ def requests_per_verb(endpoint: str, proxy: CountingProxy,
     return counts
 
 
+#: ``baremetal-alloc list`` with ``OS_CLOUD`` (cached after the warm-up).
+CLOUD = "baremetal-alloc list (OS_CLOUD)"
+
+
+def cloud_env(folder: str, endpoint: str,
+              env: dict[str, str]) -> dict[str, str]:
+    """``env`` with ``OS_CLOUD`` naming a one-entry clouds.yaml (no
+    authentication, as a bifrost install without Keystone) written in
+    ``folder``, and the cache of resolved clouds there too."""
+    path = os.path.join(folder, "clouds.yaml")
+    with open(path, "w", encoding="utf-8") as stream:
+        stream.write("clouds:\n  bench:\n    auth_type: none\n"
+                     f"    auth:\n      endpoint: {endpoint}\n")
+    return {**env, "OS_CLOUD": "bench", "OS_CLIENT_CONFIG_FILE": path,
+            "XDG_CACHE_HOME": os.path.join(folder, "cache")}
+
+
 def base_env(extra_path: str | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
     if extra_path:
@@ -371,6 +388,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--nodes", type=int, default=5)
     parser.add_argument("--ironic-venv",
                         default=os.path.join(REPO, ".venv-ironic"))
+    parser.add_argument(
+        "--cli-venv", default=os.path.dirname(BIN),
+        help="the virtualenv whose baremetal-alloc (and python, for the "
+        "bare GET) is timed (default: this one); e.g. one with only this "
+        "package installed")
     rawruns.add_option(parser, "cli-startup", "--json")
     args = parser.parse_args(argv)
 
@@ -392,11 +414,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{endpoint + '/v1/allocations'!r}, headers="
                 "{'X-OpenStack-Ironic-API-Version': 'latest'}, timeout=30"
                 ").raise_for_status()")
+        cli_bin = os.path.join(args.cli_venv, "bin")
+        cloud = cloud_env(hooks, endpoint, env)
         series = [
-            Series(BARE, [sys.executable, "-c", bare], env),
+            Series(BARE, [os.path.join(cli_bin, "python"), "-c", bare], env),
             Series("baremetal-alloc list",
-                   [os.path.join(BIN, "baremetal-alloc"), "--os-endpoint",
+                   [os.path.join(cli_bin, "baremetal-alloc"), "--os-endpoint",
                     endpoint, "list"], env),
+            Series(CLOUD, [os.path.join(cli_bin, "baremetal-alloc"), "list"],
+                   cloud),
+            Series(CLOUD + ", not cached",
+                   [os.path.join(cli_bin, "baremetal-alloc"), "list"],
+                   {**cloud, "BAREMETAL_ALLOC_CLOUD_CACHE": "0"}),
             Series("openstack baremetal allocation list (this plugin)",
                    [os.path.join(BIN, "openstack"), *noauth, "baremetal",
                     "allocation", "list"], env),
@@ -414,6 +443,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                  "baremetal", "allocation", "list"], env))
         results.extend(measure(series, args.runs, proxy))
         ratios = paired_ratios(series, "baremetal-alloc list")
+        cloud_ratios = paired_ratios(series, CLOUD)
         per_verb = requests_per_verb(endpoint, proxy, env)
 
         # Plugin overhead on an unrelated command, same interpreter and path.
@@ -453,6 +483,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for other, ratio in ratios.items():
         print(f"baremetal-alloc list / {other}: {ratio['wall']:.2f}x wall, "
               f"{ratio['cpu']:.2f}x CPU (median of paired runs)")
+    for other in (BARE, "baremetal-alloc list", CLOUD + ", not cached"):
+        ratio = cloud_ratios[other]
+        print(f"{CLOUD} / {other}: {ratio['wall']:.2f}x wall, "
+              f"{ratio['cpu']:.2f}x CPU (median of paired runs)")
     print("HTTP requests per baremetal-alloc command: " + ", ".join(
         f"{verb} {count}" for verb, count in per_verb.items()))
     print("plugin overhead on an unrelated openstack command: "
@@ -466,6 +500,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "results": results,
         "plugin_overhead_ms": overhead,
         "baremetal_alloc_list_paired_ratios": ratios,
+        "os_cloud_paired_ratios": cloud_ratios,
+        "cli_venv": args.cli_venv,
         "requests_per_verb": per_verb,
     }
     if args.output:
