@@ -617,9 +617,9 @@ class Database:
         autocommit for the block, saving those two round trips).
         MariaDB keeps its implicit transaction, rolled back at the end:
         switching its autocommit costs a round trip each way.  Without
-        SQLAlchemy's private pieces (``db.sqlalchemy_private``): a
-        SQLAlchemy ``Connection`` in a transaction, rolled back at the
-        end."""
+        SQLAlchemy's private pieces (``db.sqlalchemy_private``):
+        :meth:`read_connection`, a SQLAlchemy ``Connection`` in a
+        transaction."""
         if not sqlalchemy_private.USABLE:
             return self.read_connection()
         return _StatementConnection(self)

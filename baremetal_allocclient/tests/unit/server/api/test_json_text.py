@@ -47,7 +47,7 @@ _OBJECTS = st.dictionaries(st.text(max_size=4), _JSON, min_size=1,
 
 class JsonTextTests(testtools.TestCase):
 
-    @settings(max_examples=200, derandomize=True)
+    @settings(max_examples=200, derandomize=True, deadline=None)
     @given(_OBJECTS, st.text(max_size=4), _JSON)
     def test_assembled_as_json_dumps_writes(
             self, obj: dict[str, Any], key: str, value: Any) -> None:
@@ -152,7 +152,7 @@ def _expected(allocation: Any, node_uuid: str | None, base: str,
 
 class AllocationRendererTests(testtools.TestCase):
 
-    @settings(max_examples=100, derandomize=True)
+    @settings(max_examples=100, derandomize=True, deadline=None)
     @given(extra=_OBJECTS, name=st.none() | st.text(max_size=5),
            last_error=st.none() | st.text(max_size=8),
            funnel_error=st.none() | st.text(max_size=8),
@@ -186,7 +186,7 @@ class AllocationRendererTests(testtools.TestCase):
                      for name in lookups.ALLOCATION_VIEW_COLUMNS), node_uuid)
             self.assertEqual(expected, render.row(row))
 
-    @settings(max_examples=300, derandomize=True)
+    @settings(max_examples=300, derandomize=True, deadline=None)
     @given(fields=st.none() | st.lists(st.sampled_from(views._FIELDS)),
            minor=st.sampled_from([59, 60, 100]), funnel=st.booleans(),
            created=st.datetimes() | st.datetimes().map(
