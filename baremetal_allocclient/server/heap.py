@@ -17,7 +17,11 @@
   makes at most 8 per CPU), so after a burst of large answers on many
   threads the process keeps up to that many times :data:`TOP_PAD` more;
   a steady stream stays on one or two threads
-  (``frontend/dispatch.py``).  Other C libraries are left alone.
+  (``frontend/dispatch.py``).  Other C libraries are left alone:
+  ``mallopt`` is glibc's (public, but glibc's only), looked up through
+  ``ctypes``; where it is missing or refuses a setting, large answers
+  fault their memory in as before, and nothing else changes
+  (``unit/server/test_heap.py`` runs both, and names ``mallopt``).
 """
 
 from __future__ import annotations

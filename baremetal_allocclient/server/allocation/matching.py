@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import (
     BindParameter,
@@ -211,7 +211,7 @@ _SELECTION_FIXED = (Node.resource_class, Node.provision_state,
 @functools.cache
 def candidate_query(
     filters: tuple[AnyFilter, ...], before: bool = False
-) -> Select[int, str | None, str]:
+) -> Select[Any]:
     """Up to ``w_limit`` matching nodes from id ``w_pivot`` on (or, with
     ``before``, from the start up to ``w_pivot``), in id order: a range
     of the selection index (resource class, state, maintenance, id),
@@ -227,12 +227,13 @@ def candidate_query(
     pivot: BindParameter[int] = bindparam("w_pivot")
     position = Node.id < pivot if before else Node.id >= pivot
     by_class = Filter.CANDIDATES not in filters
-    return (
+    # (Select[Any]: SQLAlchemy 2.0 and 2.1 write a row's types apart.)
+    return cast("Select[Any]", (
         select(Node.id, Node.name, Node.uuid)
         .where(*_window_predicates(filters, by_class), position)
         .order_by(index_order(_SELECTION_FIXED, Node.id))
         .limit(bindparam("w_limit", type_=Integer))
-    )
+    ))
 
 
 def _window_predicates(
@@ -272,10 +273,10 @@ def _window_predicates(
 @functools.cache
 def _named_candidate_query(
     filters: tuple[AnyFilter, ...]
-) -> Select[int, str | None, str]:
-    return select(Node.id, Node.name, Node.uuid).where(
+) -> Select[Any]:
+    return cast("Select[Any]", select(Node.id, Node.name, Node.uuid).where(
         *predicates(filters), Node.name == bindparam("w_name")
-    )
+    ))
 
 
 _HIGHEST_NODE_ID = select(func.max(Node.id))

@@ -421,7 +421,7 @@ def give_node(session: Session, allocation: Allocation, node_id: int,
 
 @functools.cache
 def _locked_window(filters: tuple[AnyFilter, ...], before: bool
-                   ) -> Select[int, str | None, str]:
+                   ) -> Select[Any]:
     return candidate_query(filters, before).with_for_update(
         skip_locked=True)
 

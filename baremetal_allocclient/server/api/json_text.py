@@ -6,17 +6,27 @@ would cost.  These helpers put such pieces together with the separators
 ``json.dumps`` uses (``", "`` and ``": "``, ASCII only), so a document
 assembled here is byte for byte what ``json.dumps`` writes for the same
 value (tested against it in ``unit/server/api/test_json_text.py``).
+
+:func:`string` is ``json.encoder.encode_basestring_ascii``, the C
+function ``json.dumps`` runs for a string: documented nowhere, but in
+every CPython 3 (``test_json_text`` names it, and fails by that name if
+it goes or writes another text).  Where it is missing, :func:`string` is
+``json.dumps``, the same text for 0.2 us more a string (about 12% of a
+list of 1,000's CPU: ``doc/source/internals/benchmarks.rst``, "Private
+internals").
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
-from json.encoder import encode_basestring_ascii as _encode_string
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, cast
 
-#: ``json.dumps`` of a string, the same C function ``json.dumps`` uses.
-string = _encode_string
+#: ``json.dumps`` of a string: the C function it runs for one, or
+#: ``json.dumps`` itself where there is none (see above).
+string: Callable[[str], str] = cast(
+    Callable[[str], str],
+    getattr(json.encoder, "encode_basestring_ascii", None) or json.dumps)
 
 
 def value(obj: Any) -> str:
@@ -47,7 +57,7 @@ def members(pairs: Iterable[tuple[str, str | Items]]) -> str:
     list's array is most of its answer)."""
     parts = ["{"]
     for key, value in pairs:
-        parts += (_encode_string(key), ": ")
+        parts += (string(key), ": ")
         if isinstance(value, Items):
             parts += _array_parts(value)
         else:
@@ -77,4 +87,4 @@ def array(items: Iterable[str]) -> str:
 def with_member(obj: str, key: str, text: str) -> str:
     """The object ``obj`` (JSON text with at least one member) with one
     more member at its end."""
-    return f"{obj[:-1]}, {_encode_string(key)}: {text}}}"
+    return f"{obj[:-1]}, {string(key)}: {text}}}"

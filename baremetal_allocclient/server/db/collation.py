@@ -16,9 +16,10 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import String, Text
-from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
+
+from baremetal_allocclient.server.db.typed import mysql_text, mysql_varchar
 
 MARIADB_COLLATION = "utf8mb4_nopad_bin"
 MYSQL_COLLATION = "utf8mb4_0900_bin"
@@ -52,7 +53,7 @@ class ExactString(TypeDecorator[str]):
         collation = exact_collation(dialect)
         if collation is None:
             return String(self.length)
-        return mysql.VARCHAR(self.length, collation=collation)
+        return mysql_varchar(self.length, collation)
 
 
 class ExactText(TypeDecorator[str]):
@@ -65,4 +66,4 @@ class ExactText(TypeDecorator[str]):
         collation = exact_collation(dialect)
         if collation is None:
             return Text()
-        return mysql.TEXT(collation=collation)
+        return mysql_text(collation)

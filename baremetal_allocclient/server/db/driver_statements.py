@@ -40,17 +40,18 @@ Only statements of this module run on it.  Between two such blocks the
 connection stays out of the pool (:class:`KeptConnection`).
 
 Three methods used here are SQLAlchemy's own, not its public API, as
-its ``Connection`` uses them: ``Pool._invalidate`` (a lost connection),
-``_ConnectionFairy._close_special`` (no second rollback) and
-``SQLCompiler._process_parameters_for_postcompile`` (``IN`` lists).  An
-upgrade of SQLAlchemy that changes them fails the tests of lost
-connections and of traits and candidate nodes, on the three databases.
+its ``Connection`` uses them (a lost connection, no second rollback,
+``IN`` lists); they are called through ``db.sqlalchemy_private``, which
+checks them.  Where that finds one missing or changed (or is told to
+use the public API only), :data:`sqlalchemy_private.USABLE` is False,
+``Database`` hands out SQLAlchemy ``Connection`` objects, and every
+statement here runs through ``Connection.execute``
+(:meth:`DriverStatement._through_sqlalchemy`).
 """
 
 from __future__ import annotations
 
 import collections
-import datetime
 import functools
 import operator
 import threading
@@ -59,11 +60,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, NoReturn, cast
 
 from sqlalchemy import event
-from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Connection, Dialect, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import PoolProxiedConnection
 from sqlalchemy.sql import Executable
+
+from baremetal_allocclient.server.db import sqlalchemy_private
 
 
 class _Ran(NamedTuple):
@@ -107,7 +109,7 @@ class DriverConnection:
     def invalidate(self, error: BaseException) -> None:
         """A lost connection: discarded, and the rest of the pool
         checked before reuse (what SQLAlchemy does on a disconnect)."""
-        self._pool._invalidate(self.connection, cast(Exception, error))
+        sqlalchemy_private.invalidate_pool(self._pool, self.connection, error)
 
     def end(self, commit: bool) -> None:
         """Commit (or roll back) and give the connection back.  A failed
@@ -143,7 +145,7 @@ def checked_in(proxy: PoolProxiedConnection) -> None:
     """Give a connection whose transaction has ended back to the pool.
     Ended by the caller: no rollback on the way back into the pool (a
     round trip on MariaDB), as for SQLAlchemy's own ``Connection``."""
-    proxy._close_special(transaction_reset=True)
+    sqlalchemy_private.check_in_ended(proxy)
 
 
 #: ``info`` key of a kept connection: when it was kept (``time.monotonic``);
@@ -289,6 +291,7 @@ class DriverStatement:
             "DriverRow", names, rename=True)
         self._returns = bool(getattr(compiled, "effective_returning", None))
         self._is_select = bool(getattr(statement, "is_select", False))
+        self._is_insert = bool(getattr(statement, "is_insert", False))
         self._dialect = dialect
         self._error = dialect.loaded_dbapi.Error
         #: A parameter that SQLAlchemy renders into the SQL when it runs
@@ -325,6 +328,8 @@ class DriverStatement:
              fetch: int | None) -> _Ran:
         """Run the statement: its rows (``fetch``: all when None, at most
         that many), row count and last row id."""
+        if not sqlalchemy_private.USABLE:
+            return self._through_sqlalchemy(conn, values, fetch)
         dbapi_connection = conn.connection.dbapi_connection
         assert dbapi_connection is not None
         cursor = dbapi_connection.cursor()
@@ -375,8 +380,7 @@ class DriverStatement:
         them when it runs the statement (its compiled form's own step,
         an empty list included)."""
         compiled = self._compiled
-        expanded = compiled._process_parameters_for_postcompile(
-            compiled.construct_params(dict(values)))
+        expanded = sqlalchemy_private.expanded(compiled, dict(values))
         parameters = dict(expanded.parameters)
         for name, processor in (*self._bind_processors.items(),
                                 *expanded.processors.items()):
@@ -404,6 +408,9 @@ class DriverStatement:
     def _through_sqlalchemy(self, conn: AnyConnection,
                             values: Mapping[str, Any], fetch: int | None
                             ) -> _Ran:
+        """The statement run by SQLAlchemy's ``Connection.execute``: its
+        public API, which converts the values and the rows, expands an
+        ``IN`` list and handles a lost connection itself."""
         if isinstance(conn, DriverConnection):
             if conn.in_transaction():
                 raise TypeError(f"not a statement for a DriverConnection "
@@ -411,10 +418,15 @@ class DriverStatement:
             with conn.engine.connect() as fresh:
                 return self._through_sqlalchemy(fresh, values, fetch)
         result: Any = conn.execute(self.statement, dict(values))
-        if fetch == 0:  # (an INSERT has no IN list: no last row id)
-            return _Ran([], int(result.rowcount), None)
-        rows = result.all() if fetch is None else result.fetchmany(fetch)
-        return _Ran([tuple(row) for row in rows], len(rows), None)
+        try:
+            if fetch == 0:  # (an INSERT's id: its primary key)
+                stored = (result.inserted_primary_key[0]
+                          if self._is_insert else None)
+                return _Ran([], int(result.rowcount), stored)
+            rows = result.all() if fetch is None else result.fetchmany(fetch)
+            return _Ran([tuple(row) for row in rows], len(rows), None)
+        finally:
+            result.close()
 
     def _raise_as_sqlalchemy(self, conn: AnyConnection, exc: Exception,
                              sql: str, parameters: Any, cursor: Any
@@ -440,28 +452,10 @@ class DriverStatement:
 def bind_conversion(type_: Any, dialect: Dialect
                     ) -> Callable[[Any], Any] | None:
     """What a value of ``type_`` becomes for the driver: the dialect's
-    bind processor, except SQLite's for a ``DateTime`` stored as
-    SQLAlchemy stores it, which :func:`_sqlite_datetime_text` writes,
-    the same text for a third of the work."""
-    impl = type_.dialect_impl(dialect)
-    processor: Callable[[Any], Any] | None = impl.bind_processor(dialect)
-    if (processor is not None and isinstance(impl, sqlite.DATETIME)
-            and impl._storage_format == _SQLITE_DATETIME_FORMAT):
-        return functools.partial(_sqlite_datetime_text, processor)
+    bind processor (None: the value as it is)."""
+    processor: Callable[[Any], Any] | None = type_.dialect_impl(
+        dialect).bind_processor(dialect)
     return processor
-
-
-#: How SQLAlchemy's ``sqlite.DATETIME`` stores a value by default.
-_SQLITE_DATETIME_FORMAT = sqlite.DATETIME()._storage_format  # type: ignore[no-untyped-call]
-
-
-def _sqlite_datetime_text(stored: Callable[[Any], Any], value: Any) -> Any:
-    """A naive ``datetime`` (what every timestamp column holds) as
-    SQLAlchemy's ``stored`` writes it, ``YYYY-MM-DD HH:MM:SS.ffffff``:
-    ``isoformat`` writes the same text; anything else is ``stored``'s."""
-    if type(value) is datetime.datetime and value.tzinfo is None:
-        return value.isoformat(" ", "microseconds")
-    return stored(value)
 
 
 def _picker(names: tuple[str, ...]

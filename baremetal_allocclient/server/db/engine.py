@@ -39,8 +39,10 @@ from sqlalchemy.exc import (
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session
 
+from baremetal_allocclient.server.db import sqlalchemy_private
 from baremetal_allocclient.server.db.driver_statements import (
     KEPT_AT,
+    AnyConnection,
     DriverConnection,
     KeptConnection,
     driver_statement,
@@ -604,7 +606,8 @@ class Database:
         with self.engine.connect() as conn, conn.begin():
             yield conn
 
-    def statement_connection(self) -> _StatementConnection:
+    def statement_connection(
+            self) -> contextlib.AbstractContextManager[AnyConnection]:
         """A :class:`DriverConnection` for reads of
         ``db.driver_statements`` that need no snapshot across statements
         (the poll's one statement, a page of a list, the candidate
@@ -613,16 +616,35 @@ class Database:
         ``ROLLBACK`` are sent (on PostgreSQL the connection is in
         autocommit for the block, saving those two round trips).
         MariaDB keeps its implicit transaction, rolled back at the end:
-        switching its autocommit costs a round trip each way."""
+        switching its autocommit costs a round trip each way.  Without
+        SQLAlchemy's private pieces (``db.sqlalchemy_private``):
+        :meth:`read_connection`, a SQLAlchemy ``Connection`` in a
+        transaction."""
+        if not sqlalchemy_private.USABLE:
+            return self.read_connection()
         return _StatementConnection(self)
 
-    def write_connection(self) -> _WriteConnection:
+    def write_connection(
+            self) -> contextlib.AbstractContextManager[AnyConnection]:
         """:meth:`write` for statements of ``db.driver_statements`` only
         (a create's): the same in-process lock and ``BEGIN IMMEDIATE`` on
         SQLite, the same :class:`CommitOutcomeUnknown` elsewhere, on a
         :class:`DriverConnection` (no ORM session, no SQLAlchemy
-        ``Connection``)."""
+        ``Connection``); without SQLAlchemy's private pieces, on a
+        SQLAlchemy ``Connection``."""
+        if not sqlalchemy_private.USABLE:
+            return self._public_write_connection()
         return _WriteConnection(self)
+
+    @contextlib.contextmanager
+    def _public_write_connection(self) -> Iterator[Connection]:
+        """:meth:`write_connection` on SQLAlchemy's public API."""
+        if not self.is_sqlite:
+            with _commit_outcome_reported(self.engine.begin()) as conn:
+                yield conn
+            return
+        with self._immediate_connection() as conn, conn.begin():
+            yield conn
 
     def dispose(self) -> None:
         """Close pooled connections."""

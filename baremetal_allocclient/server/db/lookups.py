@@ -24,7 +24,6 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy import cast as sql_cast
-from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.functions import FunctionElement
 
@@ -42,6 +41,7 @@ from baremetal_allocclient.server.db.models import (
     NodeTrait,
     utcnow,
 )
+from baremetal_allocclient.server.db.typed import compiles
 
 
 def rowcount(result: object) -> int:

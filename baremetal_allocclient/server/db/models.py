@@ -19,10 +19,10 @@ from sqlalchemy import (
     Index,
     Integer,
 )
-from sqlalchemy.dialects import mysql
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from baremetal_allocclient.server.db.collation import ExactString, ExactText
+from baremetal_allocclient.server.db.typed import mysql_datetime
 
 
 def utcnow() -> datetime.datetime:
@@ -211,7 +211,7 @@ class Allocation(Base):
 #: whole seconds unless asked for more.  Both dialect names are needed:
 #: ``mariadb+pymysql://`` URLs get the dialect named "mariadb".
 PreciseDateTime = DateTime().with_variant(
-    mysql.DATETIME(fsp=6), "mysql", "mariadb"
+    mysql_datetime(6), "mysql", "mariadb"
 )
 
 

@@ -24,10 +24,11 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import Integer
-from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import QueryableAttribute
 from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.sql.visitors import InternalTraversal
+
+from baremetal_allocclient.server.db.typed import compiles
 
 
 class _Unindexed(ColumnElement[Any]):

@@ -17,28 +17,68 @@ import threading
 from waitress.task import ThreadedTaskDispatcher
 
 
-class MostRecentFirst(threading.Condition):
-    """A condition whose :meth:`notify` wakes the threads that began
-    waiting last.  (CPython's keeps its waiters in ``_waiters``, oldest
-    first, and wakes from the front; this wakes from the back, the same
-    way otherwise.)  The waiters only change under the condition's lock,
-    which :meth:`notify` holds, so the last one is taken off the end
-    rather than searched for among the idle threads."""
+class MostRecentFirst:
+    """A condition variable (``wait``, ``notify``, ``notify_all`` under
+    its lock, as ``threading.Condition``'s) whose :meth:`notify` wakes
+    the threads that began waiting last.  Built on public API only: each
+    waiter blocks on a lock of its own, taken before it waits, and kept
+    here newest last; a notify releases the newest ones.  The list only
+    changes under the condition's lock, so a waiter is released once.
+    ``lock`` is a ``threading.Lock`` (waitress's), held by the caller of
+    every method but the ``with`` statement's."""
+
+    def __init__(self, lock: threading.Lock | None = None) -> None:
+        self._lock = threading.Lock() if lock is None else lock
+        self._waiting: list[threading.Lock] = []
+
+    def __enter__(self) -> bool:
+        return self._lock.__enter__()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._lock.release()
+
+    def waiting(self) -> int:
+        """The threads waiting now (under the lock)."""
+        return len(self._waiting)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Release the lock until notified (True) or ``timeout`` seconds
+        pass (False), then take it again."""
+        self._check_held("wait")
+        waiter = threading.Lock()
+        waiter.acquire()
+        self._waiting.append(waiter)
+        self._lock.release()
+        woken = False
+        try:
+            if timeout is None:
+                woken = waiter.acquire()
+            elif timeout > 0:
+                woken = waiter.acquire(True, timeout)
+            else:
+                woken = waiter.acquire(False)
+            return woken
+        finally:
+            self._lock.acquire()
+            if not woken and waiter in self._waiting:
+                self._waiting.remove(waiter)
 
     def notify(self, n: int = 1) -> None:
-        if not self._is_owned():  # type: ignore[attr-defined]
-            raise RuntimeError("cannot notify on un-acquired lock")
-        waiters = self._waiters  # type: ignore[attr-defined]
-        while waiters and n > 0:
-            waiter = waiters.pop()
-            try:
-                waiter.release()
-            except RuntimeError:
-                # Released already; CPython's notify guards the same case
-                # (gh-92530).  Taken off first, a waiter is released once.
-                pass
-            else:
-                n -= 1
+        """Wake the ``n`` threads that began waiting last."""
+        self._check_held("notify")
+        waiting = self._waiting
+        while waiting and n > 0:
+            waiting.pop().release()
+            n -= 1
+
+    def notify_all(self) -> None:
+        """Wake every waiting thread."""
+        self.notify(len(self._waiting))
+
+    def _check_held(self, what: str) -> None:
+        # (``threading.Condition`` asks a plain lock the same question.)
+        if not self._lock.locked():
+            raise RuntimeError(f"cannot {what} on un-acquired lock")
 
 
 class RequestThreads(ThreadedTaskDispatcher):
@@ -46,4 +86,4 @@ class RequestThreads(ThreadedTaskDispatcher):
 
     def __init__(self) -> None:
         super().__init__()
-        self.queue_cv = MostRecentFirst(self.lock)
+        self.queue_cv = MostRecentFirst(self.lock)  # type: ignore[assignment]

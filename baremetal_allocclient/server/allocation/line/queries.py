@@ -88,7 +88,7 @@ def _node_matches(conn: Any, node_id: int, request: Request) -> bool:
 
 
 @functools.cache
-def _node_query(filters: tuple[AnyFilter, ...]) -> Select[int]:
+def _node_query(filters: tuple[AnyFilter, ...]) -> Select[Any]:
     return select(Node.id).where(Node.id == bindparam("q_node"),
                                  *predicates(filters))
 

@@ -27,7 +27,7 @@ RESULTS = os.path.join(REPO, "benchmarks", "results")
 WRITERS = ("app_loop", "blank_lines", "cli_startup", "constraints",
            "delete_cost", "fleet_dashboard", "floor", "floor_profile",
            "frontend", "galera", "instructions", "metrics_cost", "pair",
-           "run", "steady_memory", "traits")
+           "private_fallbacks", "run", "steady_memory", "traits")
 DEFAULT = re.compile(r"--output\b.*?\(default: ([^;)\s]+)", re.S)
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
-from sqlalchemy.dialects import mysql
+
+from baremetal_allocclient.server.db.typed import mysql_datetime
 
 revision = "0002_conductors"
 down_revision = "0001_initial"
@@ -26,7 +27,7 @@ def upgrade() -> None:
         sa.Column("online", sa.Boolean(), nullable=False),
         sa.Column(
             "heartbeat_at",
-            sa.DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql"),
+            sa.DateTime().with_variant(mysql_datetime(6), "mysql"),
             nullable=False,
         ),
         sa.Column("created_at", sa.DateTime(), nullable=False),

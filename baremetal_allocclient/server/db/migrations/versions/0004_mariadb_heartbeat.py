@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
-from sqlalchemy.dialects import mysql
+
+from baremetal_allocclient.server.db.typed import mysql_datetime
 
 revision = "0004_mariadb_heartbeat"
 down_revision = "0003_allocation_ids"
@@ -30,7 +31,7 @@ def upgrade() -> None:
         return
     op.alter_column(
         "conductors", "heartbeat_at",
-        existing_type=sa.DateTime(), type_=mysql.DATETIME(fsp=6),
+        existing_type=sa.DateTime(), type_=mysql_datetime(6),
         existing_nullable=False,
     )
 

@@ -18,9 +18,9 @@ from typing import Any
 
 import sqlalchemy as sa
 from alembic import op
-from sqlalchemy.dialects import mysql
 
 from baremetal_allocclient.server.db import node_properties
+from baremetal_allocclient.server.db.typed import mysql_text, mysql_varchar
 
 revision = "0007_node_constraints"
 down_revision = "0006_ports"
@@ -28,10 +28,10 @@ branch_labels = None
 depends_on = None
 
 _KEY = sa.String(255).with_variant(
-    mysql.VARCHAR(255, collation="utf8mb4_bin"), "mysql", "mariadb"
+    mysql_varchar(255, "utf8mb4_bin"), "mysql", "mariadb"
 )
 _TEXT = sa.Text().with_variant(
-    mysql.TEXT(collation="utf8mb4_bin"), "mysql", "mariadb"
+    mysql_text("utf8mb4_bin"), "mysql", "mariadb"
 )
 
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import datetime
+import importlib
 import inspect
 import json
 import operator
 import types
+from collections.abc import Iterator
 from typing import Any
+from unittest import mock
 
 import testtools
 from hypothesis import given, settings
@@ -26,32 +29,45 @@ _JSON = st.recursive(
     | st.dictionaries(st.text(max_size=3), inner, max_size=3),
     max_leaves=20,
 )
+#: ``json_text.string`` as the server has it (CPython's C function) and
+#: as it is without that (``json.dumps``).
+_STRING_FUNCTIONS = (json_text.string, json.dumps)
+
+
+def _each_string_function() -> Iterator[None]:
+    """Each of :data:`_STRING_FUNCTIONS` as ``json_text.string`` in turn."""
+    for function in _STRING_FUNCTIONS:
+        with mock.patch.object(json_text, "string", function):
+            yield
+
+
 _OBJECTS = st.dictionaries(st.text(max_size=4), _JSON, min_size=1,
                            max_size=4)
 
 
 class JsonTextTests(testtools.TestCase):
 
-    @settings(max_examples=200, derandomize=True)
+    @settings(max_examples=200, derandomize=True, deadline=None)
     @given(_OBJECTS, st.text(max_size=4), _JSON)
     def test_assembled_as_json_dumps_writes(
             self, obj: dict[str, Any], key: str, value: Any) -> None:
-        pieces = [(k, json.dumps(v)) for k, v in obj.items()]
-        self.assertEqual(json.dumps(obj), json_text.members(pieces))
-        self.assertEqual(json.dumps(list(obj.values())),
-                         json_text.array(text for _, text in pieces))
-        others = [piece for piece in pieces if piece[0] != key]
-        for count in (0, 1, len(pieces)):  # an array in the same join
-            expected = {key: list(obj.values())[:count],
-                        **{k: v for k, v in obj.items() if k != key}}
-            self.assertEqual(json.dumps(expected), json_text.members([
-                (key, json_text.Items(text for _, text in pieces[:count])),
-                *others]))
-        self.assertEqual(json.dumps({**obj, key: value}) if key not in obj
-                         else json.dumps(obj)[:-1] + ", "
-                         + json.dumps(key) + ": " + json.dumps(value) + "}",
-                         json_text.with_member(json_text.members(pieces),
-                                               key, json.dumps(value)))
+        for _ in _each_string_function():
+            pieces = [(k, json.dumps(v)) for k, v in obj.items()]
+            self.assertEqual(json.dumps(obj), json_text.members(pieces))
+            self.assertEqual(json.dumps(list(obj.values())),
+                             json_text.array(text for _, text in pieces))
+            others = [piece for piece in pieces if piece[0] != key]
+            for count in (0, 1, len(pieces)):  # an array in the same join
+                expected = {key: list(obj.values())[:count],
+                            **{k: v for k, v in obj.items() if k != key}}
+                self.assertEqual(json.dumps(expected), json_text.members([
+                    (key, json_text.Items(text for _, text in pieces[:count])),
+                    *others]))
+            added = (json.dumps({**obj, key: value}) if key not in obj
+                     else json.dumps(obj)[:-1] + ", "
+                     + json.dumps(key) + ": " + json.dumps(value) + "}")
+            self.assertEqual(added, json_text.with_member(
+                json_text.members(pieces), key, json.dumps(value)))
 
     def test_stored_columns(self) -> None:
         self.assertEqual('{"a": 1}', json_text.stored('{"a": 1}', "{}"))
@@ -136,7 +152,7 @@ def _expected(allocation: Any, node_uuid: str | None, base: str,
 
 class AllocationRendererTests(testtools.TestCase):
 
-    @settings(max_examples=100, derandomize=True)
+    @settings(max_examples=100, derandomize=True, deadline=None)
     @given(extra=_OBJECTS, name=st.none() | st.text(max_size=5),
            last_error=st.none() | st.text(max_size=8),
            funnel_error=st.none() | st.text(max_size=8),
@@ -153,21 +169,24 @@ class AllocationRendererTests(testtools.TestCase):
                                     created: datetime.datetime,
                                     updated: datetime.datetime | None,
                                     node_uuid: str | None) -> None:
-        allocation = _orm_like(
-            extra=extra, name=name, last_error=last_error,
-            funnel_error=funnel_error, created_at=created,
-            updated_at=updated,
-            traits=["CUSTOM_B", "CUSTOM_A"], candidate_nodes=["n\u00e9"])
-        base = 'http://h\u00e9"st:1'
-        render = views.AllocationRenderer(base, 100, funnel=funnel)
-        expected = json.dumps(_expected(allocation, node_uuid, base, funnel))
-        self.assertEqual(expected, render(allocation, node_uuid))
-        self.assertEqual(expected, render(_as_stored(allocation), node_uuid))
-        row = (*(getattr(_as_stored(allocation), name)
-                 for name in lookups.ALLOCATION_VIEW_COLUMNS), node_uuid)
-        self.assertEqual(expected, render.row(row))
+        for _ in _each_string_function():
+            allocation = _orm_like(
+                extra=extra, name=name, last_error=last_error,
+                funnel_error=funnel_error, created_at=created,
+                updated_at=updated,
+                traits=["CUSTOM_B", "CUSTOM_A"], candidate_nodes=["n\u00e9"])
+            base = 'http://h\u00e9"st:1'
+            render = views.AllocationRenderer(base, 100, funnel=funnel)
+            expected = json.dumps(
+                _expected(allocation, node_uuid, base, funnel))
+            self.assertEqual(expected, render(allocation, node_uuid))
+            self.assertEqual(expected,
+                             render(_as_stored(allocation), node_uuid))
+            row = (*(getattr(_as_stored(allocation), name)
+                     for name in lookups.ALLOCATION_VIEW_COLUMNS), node_uuid)
+            self.assertEqual(expected, render.row(row))
 
-    @settings(max_examples=300, derandomize=True)
+    @settings(max_examples=300, derandomize=True, deadline=None)
     @given(fields=st.none() | st.lists(st.sampled_from(views._FIELDS)),
            minor=st.sampled_from([59, 60, 100]), funnel=st.booleans(),
            created=st.datetimes() | st.datetimes().map(
@@ -186,13 +205,14 @@ class AllocationRendererTests(testtools.TestCase):
         # A list's rows (a timestamp with no fraction or none at all, a
         # funnel or not, a JSON column stored as null), in every
         # selection of fields at the versions with and without owner.
-        last_error, name, owner, resource_class = texts
-        for stored_null in (None, "candidate_nodes", "extra", "traits"):
-            self._check_row(fields, minor, funnel, stored_null, node_uuid,
-                            created_at=created, updated_at=updated,
-                            last_error=last_error, name=name, owner=owner,
-                            resource_class=resource_class,
-                            funnel_error=funnel_error)
+        for _ in _each_string_function():
+            last_error, name, owner, resource_class = texts
+            for stored_null in (None, "candidate_nodes", "extra", "traits"):
+                self._check_row(fields, minor, funnel, stored_null, node_uuid,
+                                created_at=created, updated_at=updated,
+                                last_error=last_error, name=name, owner=owner,
+                                resource_class=resource_class,
+                                funnel_error=funnel_error)
 
     def _check_row(self, fields: list[str] | None, minor: int,
                    funnel: bool, stored_null: str | None,
@@ -268,3 +288,25 @@ class AllocationRendererTests(testtools.TestCase):
                               view["last_error"]))
             self.assertTrue(view["links"][0]["href"].startswith(
                 "http://h%s/v1/"))
+
+
+
+class PrivateStringFunctionTests(testtools.TestCase):
+    """``json.encoder.encode_basestring_ascii``: undocumented, used by
+    ``json_text.string``; ``json.dumps`` where it is missing."""
+
+    @settings(max_examples=300, derandomize=True)
+    @given(st.text())
+    def test_encode_basestring_ascii_writes_json_dumps_text(
+            self, text: str) -> None:
+        self.assertIs(json.encoder.encode_basestring_ascii, json_text.string,
+                      "json.encoder.encode_basestring_ascii is missing")
+        self.assertEqual(json.dumps(text), json_text.string(text))
+
+    def test_without_it_json_dumps(self) -> None:
+        self.addCleanup(importlib.reload, json_text)
+        with mock.patch.object(json.encoder, "encode_basestring_ascii",
+                               None):
+            importlib.reload(json_text)
+        self.assertIs(json.dumps, json_text.string)
+        self.assertEqual('"n\\u00e9\\"s"', json_text.string('n\u00e9"s'))

@@ -76,10 +76,79 @@ class RequestThreadTests(testtools.TestCase):
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             with condition:
-                if len(condition._waiters) == THREADS:  # type: ignore
+                if condition.waiting() == THREADS:
                     condition.notify_all()
                     break
             time.sleep(0.01)
         for thread in threads:
             thread.join(10)
         self.assertEqual([True] * THREADS, woken)
+
+    def _start_waiting_in_turn(self, condition: MostRecentFirst,
+                               woken: list[int]) -> list[threading.Thread]:
+        """THREADS threads waiting on ``condition``, begun in the order
+        0, 1, 2...; each appends its number to ``woken`` once woken."""
+        threads = []
+        for number in range(THREADS):
+            def wait(number: int = number) -> None:
+                with condition:
+                    if condition.wait(10):
+                        woken.append(number)
+            thread = threading.Thread(target=wait)
+            thread.start()
+            threads.append(thread)
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:  # waiting before the next
+                with condition:
+                    if condition.waiting() == number + 1:
+                        break
+                time.sleep(0.001)
+        return threads
+
+    def test_notify_wakes_the_thread_that_began_waiting_last(self) -> None:
+        condition = MostRecentFirst()
+        woken: list[int] = []
+        threads = self._start_waiting_in_turn(condition, woken)
+        for count in range(1, THREADS + 1):
+            with condition:
+                condition.notify()
+            deadline = time.monotonic() + 10
+            while len(woken) < count and time.monotonic() < deadline:
+                time.sleep(0.001)
+        for thread in threads:
+            thread.join(10)
+        self.assertEqual(list(reversed(range(THREADS))), woken)
+
+    def test_notify_n_wakes_the_n_newest(self) -> None:
+        condition = MostRecentFirst()
+        woken: list[int] = []
+        threads = self._start_waiting_in_turn(condition, woken)
+        with condition:
+            condition.notify(2)
+        for thread in threads[-2:]:
+            thread.join(10)
+        with condition:
+            self.assertEqual(THREADS - 2, condition.waiting())
+            self.assertEqual({THREADS - 1, THREADS - 2}, set(woken))
+            condition.notify_all()
+        for thread in threads:
+            thread.join(10)
+        self.assertEqual(set(range(THREADS)), set(woken))
+
+    def test_a_wait_that_times_out_is_no_longer_waiting(self) -> None:
+        condition = MostRecentFirst()
+        with condition:
+            self.assertFalse(condition.wait(0.01))
+            self.assertFalse(condition.wait(0))
+            self.assertEqual(0, condition.waiting())
+            condition.notify()  # (nobody to wake)
+
+    def test_without_the_lock_refused(self) -> None:
+        condition = MostRecentFirst()
+        self.assertRaises(RuntimeError, condition.notify)
+        self.assertRaises(RuntimeError, condition.wait, 1)
+
+    def test_on_the_dispatchers_lock(self) -> None:
+        dispatcher = RequestThreads()
+        with dispatcher.lock:
+            self.assertFalse(dispatcher.queue_cv.wait(0.01))
