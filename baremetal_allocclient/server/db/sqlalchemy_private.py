@@ -23,8 +23,9 @@ set to 1, :data:`USABLE` is False and the server runs on SQLAlchemy's
 public API only: ``Database.write_connection`` and
 ``statement_connection`` hand out SQLAlchemy ``Connection`` objects and
 every driver statement runs through ``Connection.execute`` (its cost:
-``doc/source/internals/benchmarks.rst``, "Private internals").  The
-functions below are called only while :data:`USABLE` is True.
+``doc/source/internals/private-apis.rst``, "SQLAlchemy, CPython and
+glibc").  The functions below are called only while :data:`USABLE` is
+True.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 
-from waitress.task import ThreadedTaskDispatcher
+from baremetal_allocclient.server.frontend import waitress_internals as w
 
 
 class MostRecentFirst:
@@ -81,7 +81,7 @@ class MostRecentFirst:
             raise RuntimeError(f"cannot {what} on un-acquired lock")
 
 
-class RequestThreads(ThreadedTaskDispatcher):
+class RequestThreads(w.TaskDispatcher):
     """waitress's request threads, the most recently idle woken first."""
 
     def __init__(self) -> None:

@@ -9,8 +9,9 @@ part of that.  The front end's deadlines (:mod:`.deadline`), TLS
 module: the classes they extend (:data:`Channel`, :data:`Parser`,
 :data:`Server`, :data:`TaskDispatcher`), the methods of those classes
 they override (:data:`OVERRIDDEN`) and the functions below for the
-state they read or change.  (:mod:`.dispatch` still imports waitress's
-task dispatcher itself; the pieces of it that it uses are checked here.)
+state they read or change (:mod:`.dispatch` extends
+:data:`TaskDispatcher` and replaces its ``queue_cv``, over its
+``lock``).
 
 :func:`missing` names each piece the installed waitress lacks, checked
 on the classes and on a channel, server and dispatcher made on
