@@ -391,8 +391,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--cli-venv", default=os.path.dirname(BIN),
         help="the virtualenv whose baremetal-alloc (and python, for the "
-        "bare GET) is timed (default: this one); e.g. one with only this "
-        "package installed")
+        "bare GET) is timed, this one when not given; e.g. one with only "
+        "this package installed")
     rawruns.add_option(parser, "cli-startup", "--json")
     args = parser.parse_args(argv)
 
