@@ -48,7 +48,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import psutil
-import requests
 
 from benchmarks import load, rawruns, reference
 
@@ -143,26 +142,6 @@ def attacking(port: int, count: int, every: float
         process.join(30)
 
 
-def timed_gets(endpoint: str, seconds: float, timeout: float
-               ) -> dict[str, Any]:
-    """Sequential ``GET /v1`` (a new connection each) for ``seconds``."""
-    latencies, failures = [], 0
-    until = time.monotonic() + seconds
-    while time.monotonic() < until:
-        began = time.perf_counter()
-        try:
-            ok = requests.get(endpoint + "/v1", timeout=timeout).ok
-        except requests.RequestException:
-            ok = False
-        elapsed = time.perf_counter() - began
-        failures += not ok
-        latencies.append(elapsed if ok else max(elapsed, timeout))
-    result = load.percentiles(latencies)
-    return {"requests": len(latencies), "failures": failures,
-            "p50_ms": result["p50"], "p99_ms": result["p99"],
-            "max_ms": round(max(latencies) * 1000, 2)}
-
-
 def _cpu(process: psutil.Process) -> float:
     times = process.cpu_times()
     return float(times.user + times.system)
@@ -181,13 +160,13 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             process = psutil.Process(target.pid)
             out: dict[str, Any] = {}
             cpu = _cpu(process)
-            out["quiet"] = timed_gets(target.endpoint, args.seconds,
-                                      args.timeout)
+            out["quiet"] = load.timed_gets(target.endpoint + "/v1",
+                                           args.timeout, args.seconds)
             out["quiet"]["server_cpu_s"] = round(_cpu(process) - cpu, 2)
             with attacking(port, args.connections, args.every) as attack:
                 cpu = _cpu(process)
-                out["attack"] = timed_gets(target.endpoint, args.seconds,
-                                           args.timeout)
+                out["attack"] = load.timed_gets(
+                    target.endpoint + "/v1", args.timeout, args.seconds)
                 out["attack"]["server_cpu_s"] = round(_cpu(process) - cpu, 2)
             lifetimes = attack["lifetimes"]
             out["attack"]["open_at_end"] = attack["open_at_end"]

@@ -48,8 +48,6 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import requests
-
 from baremetal_allocclient.server.frontend.server import STOCK_ENV
 from baremetal_allocclient.tests.functional import targets
 from benchmarks import load, rawruns, reference
@@ -107,27 +105,6 @@ def slow_connections(port: int, count: int) -> Iterator[list[socket.socket]]:
             sock.close()
 
 
-def timed_gets(endpoint: str, count: int, timeout: float,
-               budget: float) -> dict[str, Any]:
-    """``count`` sequential ``GET /`` (at most ``budget`` seconds)."""
-    latencies, failures = [], 0
-    until = time.monotonic() + budget
-    for _ in range(count):
-        if time.monotonic() > until:
-            break
-        began = time.perf_counter()
-        try:
-            ok = requests.get(endpoint + "/", timeout=timeout).ok
-        except requests.RequestException:
-            ok = False
-        elapsed = time.perf_counter() - began
-        failures += not ok
-        latencies.append(elapsed if ok else max(elapsed, timeout))
-    result = load.percentiles(latencies)
-    return {"requests": len(latencies), "failures": failures,
-            "p50_ms": result["p50"], "p99_ms": result["p99"]}
-
-
 def allocations(endpoint: str, nodes: int, timeout: float,
                 batches: int) -> dict[str, Any]:
     """Batches of ``nodes`` allocations on ``nodes`` nodes, each freed."""
@@ -161,8 +138,9 @@ def measure(front_end: str, args: argparse.Namespace) -> dict[str, Any]:
             for state in ("idle", "slow"):
                 with (slow_connections(port, args.slow) if state == "slow"
                       else contextlib.nullcontext([])):
-                    out[state]["get"] = timed_gets(
-                        target.endpoint, args.gets, args.timeout, 60)
+                    out[state]["get"] = load.timed_gets(
+                        target.endpoint + "/", args.timeout, 60,
+                        count=args.gets)
                     out[state]["allocate"] = allocations(
                         target.endpoint, args.nodes, args.timeout,
                         args.batches)

@@ -270,3 +270,27 @@ def median_of(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
             [r.get("server_cpu_ms_per_allocation") for r in runs]),
         "repeats": len(runs),
     }
+
+
+def timed_gets(url: str, timeout: float, seconds: float,
+               count: int | None = None) -> dict[str, Any]:
+    """Sequential ``GET url`` (a new connection each) for ``seconds``, or
+    until ``count`` were sent: how many, how many failed (a failure
+    counts as at least ``timeout``), p50, p99 and the longest, in ms."""
+    latencies: list[float] = []
+    failures = 0
+    until = time.monotonic() + seconds
+    while time.monotonic() < until and (
+            count is None or len(latencies) < count):
+        began = time.perf_counter()
+        try:
+            ok = requests.get(url, timeout=timeout).ok
+        except requests.RequestException:
+            ok = False
+        elapsed = time.perf_counter() - began
+        failures += not ok
+        latencies.append(elapsed if ok else max(elapsed, timeout))
+    result = percentiles(latencies)
+    return {"requests": len(latencies), "failures": failures,
+            "p50_ms": result["p50"], "p99_ms": result["p99"],
+            "max_ms": round(max(latencies) * 1000, 2) if latencies else None}
