@@ -57,7 +57,10 @@ def add_option(parser: argparse.ArgumentParser, name: str,
 def write_json(path: str, data: Any) -> str:
     """Write ``data`` as JSON to ``path``, creating its directory; the file
     is replaced whole (written beside it, then renamed).  Returns
-    ``path``, also printed on standard error."""
+    ``path``, also printed on standard error; an empty ``path``
+    (``--output ''``) writes nothing."""
+    if not path:
+        return path
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     partial = f"{path}.{os.getpid()}.tmp"
     with open(partial, "w", encoding="utf-8") as stream:
