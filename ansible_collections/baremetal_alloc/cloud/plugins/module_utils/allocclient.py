@@ -110,15 +110,20 @@ def _env_names_auth(environ):
 
 
 def client(module):
-    """The SDK client for the module's connection options (clouds.yaml,
-    ``OS_*`` and the options, through the SDK's resolution)."""
+    """The SDK client for the module's connection options: clouds.yaml,
+    ``OS_*`` and the options resolved by openstacksdk's loader as
+    ``baremetal-alloc`` resolves them, through its cache of resolved
+    clouds (which holds no secret), so that a playbook's later tasks do
+    not import the loader again."""
     import os
+
+    from baremetal_allocclient.shell import resolve_cloud
 
     try:
         cloud, overrides = cloud_arguments(module.params, os.environ)
-        return Client.from_cloud(
-            cloud, api_version=module.params.get("baremetal_api_version"),
-            **overrides)
+        return Client.from_resolved_cloud(
+            resolve_cloud(cloud, overrides),
+            api_version=module.params.get("baremetal_api_version"))
     except (ValueError, sdk_exceptions.ClientError) as exc:
         module.fail_json(msg="Cannot connect: %s" % exc)
 
