@@ -106,7 +106,7 @@ def playbook(workdir: str, tasks: list[dict[str, Any]],
     name); an ``always`` section writes them all to a JSON file with
     ``copy``, so the results are read as data, not from the output.
     """
-    registered = {task["name"]: "result_%d" % index
+    registered = {task["name"]: f"result_{index}"
                   for index, task in enumerate(tasks)}
     results_path = os.path.join(workdir, "results.json")
     pairs = ", ".join(f"{json.dumps(name)}: ({var} | default(None))"
@@ -116,7 +116,7 @@ def playbook(workdir: str, tasks: list[dict[str, Any]],
         "tasks": [{"block": [{**task, "register": registered[task["name"]]}
                              for task in tasks],
                    "always": [{"name": "results", "ansible.builtin.copy": {
-                       "content": "{{ {%s} | to_json }}" % pairs,
+                       "content": "{{ {" + pairs + "} | to_json }}",
                        "dest": results_path}}]}]}]
     path = os.path.join(workdir, "playbook.yaml")
     with open(path, "w") as handle:

@@ -144,7 +144,7 @@ attributes:
     support: full
     description: The allocation(s) before and after.
 author:
-  - baremetal-allocclient developers
+  - baremetal-allocclient developers (@openstack)
 """
 
 EXAMPLES = r"""
@@ -243,10 +243,12 @@ except ImportError:
     pass  # allocclient.new_module says so
 
 #: (option, property key, operator) of the constraint shortcuts.
-SHORTCUTS = (("min_cpus", "cpus", "min"), ("min_memory_mb", "memory_mb",
-                                          "min"),
-             ("min_local_gb", "local_gb", "min"), ("cpu_arch", "cpu_arch",
-                                                   "eq"))
+SHORTCUTS = (
+    ("min_cpus", "cpus", "min"),
+    ("min_memory_mb", "memory_mb", "min"),
+    ("min_local_gb", "local_gb", "min"),
+    ("cpu_arch", "cpu_arch", "eq"),
+)
 #: What an existing allocation is compared on (when the option is given).
 COMPARED = ("resource_class", "traits", "owner")
 #: What the operation failing means.

@@ -74,7 +74,7 @@ attributes:
     support: none
     description: Reads only.
 author:
-  - baremetal-allocclient developers
+  - baremetal-allocclient developers (@openstack)
 """
 
 EXAMPLES = r"""
@@ -131,7 +131,7 @@ def argument_spec():
         group=dict(type="str"),
         expired=dict(type="bool"),
         limit=dict(type="int"),
-        sort_key=dict(type="str"),
+        sort_key=dict(type="str", no_log=False),
         sort_dir=dict(type="str", choices=["asc", "desc"]),
         with_nodes=dict(type="bool", default=False),
     )
