@@ -94,6 +94,17 @@ def installed() -> Installed:
     return _INSTALLED.get()
 
 
+def _registered(task: Mapping[str, Any], var: str) -> dict[str, Any]:
+    """``task`` registering its result as ``var``; its ``attempts`` key
+    (not Ansible's) becomes a retry until it succeeds."""
+    out = {key: value for key, value in task.items() if key != "attempts"}
+    out["register"] = var
+    if task.get("attempts", 1) > 1:
+        out.update(retries=task["attempts"] - 1, delay=1,
+                   until=f"{var} is succeeded")
+    return out
+
+
 def playbook(workdir: str, tasks: list[dict[str, Any]],
              play: Mapping[str, Any] | None = None,
              env: Mapping[str, str] | None = None
@@ -103,7 +114,8 @@ def playbook(workdir: str, tasks: list[dict[str, Any]],
     (a task that did not run is missing).
 
     Each task registers its result (``register`` is added, from its
-    name); an ``always`` section writes them all to a JSON file with
+    name; ``attempts: N`` retries it until it succeeds); an ``always``
+    section writes them all to a JSON file with
     ``copy``, so the results are read as data, not from the output.
     """
     registered = {task["name"]: f"result_{index}"
@@ -113,7 +125,7 @@ def playbook(workdir: str, tasks: list[dict[str, Any]],
                       for name, var in registered.items())
     plays = [{
         "hosts": "localhost", "gather_facts": False, **(play or {}),
-        "tasks": [{"block": [{**task, "register": registered[task["name"]]}
+        "tasks": [{"block": [_registered(task, registered[task["name"]])
                              for task in tasks],
                    "always": [{"name": "results", "ansible.builtin.copy": {
                        "content": "{{ {" + pairs + "} | to_json }}",

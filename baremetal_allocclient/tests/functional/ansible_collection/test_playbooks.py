@@ -28,6 +28,11 @@ from baremetal_allocclient.tests.functional.ansible_collection import (
 
 FQCN = f"{_ansible.NAMESPACE}.{_ansible.NAME}"
 TRAIT = "CUSTOM_ANSIBLE"
+#: Real Ironic on SQLite, on a loaded machine, sometimes fails an
+#: allocation with "database is locked" (its conductor and API writing at
+#: once; see targets.Target.request): the module then fails, as it should,
+#: having kept nothing, and the task that makes allocations is tried again.
+ATTEMPTS = 3
 
 
 def _task(name: str, module: str, args: dict[str, Any],
@@ -48,7 +53,7 @@ def story(endpoint: str, rc: str, gone_node: str) -> list[dict[str, Any]]:
     tasks = [
         _task("make in check mode", "allocation", one, check_mode=True,
               diff=True),
-        _task("make", "allocation", one, diff=True),
+        _task("make", "allocation", one, diff=True, attempts=ATTEMPTS),
         _task("make again", "allocation", one),
         _task("change extra", "allocation",
               {**one, "extra": {"purpose": "ci", "team": "infra"}},
@@ -56,7 +61,8 @@ def story(endpoint: str, rc: str, gone_node: str) -> list[dict[str, Any]]:
         _task("show", "allocation_info",
               {"endpoint": endpoint, "name": one["name"],
                "with_nodes": True}),
-        _task("group of 3 with a lease", "allocation", group),
+        _task("group of 3 with a lease", "allocation", group,
+              attempts=ATTEMPTS),
         _task("list the group", "allocation_info",
               {"cloud": "target", "group": group["name"],
                "with_nodes": True}),
@@ -79,7 +85,7 @@ def story(endpoint: str, rc: str, gone_node: str) -> list[dict[str, Any]]:
               {**auth, "name": group["name"], "state": "absent"}),
         _task("make on the last node", "allocation",
               {**auth, "name": f"{rc}-gone", "resource_class": rc,
-               "candidate_nodes": [gone_node]}),
+               "candidate_nodes": [gone_node]}, attempts=ATTEMPTS),
         {"name": "node deleted", "ansible.builtin.uri": {
             "url": f"{endpoint}/v1/nodes/{gone_node}",
             "method": "{{ item.method }}", "headers": api,
@@ -147,6 +153,10 @@ class AnsiblePlaybook:
         failed = [name for name, result in self.results.items()
                   if result.get("failed")]
         self.assertEqual(["failure"], failed)
+        if self.target.name == "reference":
+            # Retried only for real Ironic's transient weakness.
+            self.assertEqual({1}, {result.get("attempts", 1)
+                                   for result in self.results.values()})
 
     def test_check_mode_makes_nothing_and_shows_the_diff(self) -> None:
         checked = self.result("make in check mode")
