@@ -45,13 +45,14 @@ def ansible_bin() -> str:
 
 
 def run(argv: Sequence[str], env: Mapping[str, str] | None = None,
-        cwd: str | None = None, timeout: float = 300
+        cwd: str | None = None, timeout: float = 300,
+        input: str | None = None
         ) -> subprocess.CompletedProcess[str]:
     """One command of the Ansible virtualenv, to its end."""
     command = [os.path.join(ansible_bin(), argv[0]), *argv[1:]]
     return subprocess.run(command, capture_output=True, text=True,
                           env=clean_env(env), cwd=cwd, timeout=timeout,
-                          check=False)
+                          input=input, check=False)
 
 
 def checked(proc: subprocess.CompletedProcess[str]) -> str:

@@ -7,8 +7,9 @@ with a lease, the show and list (with filters) of ``allocation_info``, a
 failure whose message explains the funnel, ``absent`` in check mode,
 ``absent``, again, and ``absent`` once the node was deleted.  The
 connection options are given each way the openstack.cloud modules take
-them: ``auth_type`` and ``auth``, ``endpoint`` alone, ``cloud:`` from a
-clouds.yaml and the ``OS_*`` variables.  The assertions read what each
+them: ``auth_type`` and ``auth``, ``endpoint`` alone, ``cloud:`` naming
+a cloud of a clouds.yaml, ``cloud:`` as a dict and the ``OS_*``
+variables.  The assertions read what each
 task registered (written to a JSON file by the playbook), not its output.
 """
 
@@ -80,7 +81,7 @@ def story(endpoint: str, rc: str, gone_node: str) -> list[dict[str, Any]]:
         _task("release", "allocation",
               {**auth, "name": one["name"], "state": "absent"}, diff=True),
         _task("release again", "allocation",
-              {**auth, "name": one["name"], "state": "absent"}),
+              {"cloud": auth, "name": one["name"], "state": "absent"}),
         _task("release the group", "allocation",
               {**auth, "name": group["name"], "state": "absent"}),
         _task("make on the last node", "allocation",
