@@ -388,12 +388,13 @@ def explanation(client, request, error):
 
 
 def funnel_line(doc):
-    """``resource_class 4 > traits 0 (emptied by traits)`` (pure)."""
+    """``resource_class 4 > traits 0 (emptied by traits)``, or ``...
+    unreserved 2 (2 candidates)`` when no step left none (pure)."""
     line = " > ".join("%s %s" % (step["step"], step["count"])
                       for step in doc.get("funnel") or ())
     if doc.get("first_empty"):
-        line += " (emptied by %s)" % doc["first_empty"]
-    return line
+        return line + " (emptied by %s)" % doc["first_empty"]
+    return line + " (%s candidates)" % doc.get("candidates")
 
 
 def result(client, allocations, changed, diff=None):
