@@ -75,6 +75,9 @@ def story(endpoint: str, rc: str, gone_node: str) -> list[dict[str, Any]]:
               {**auth, "name": f"{rc}-bad", "resource_class": rc,
                "traits": ["CUSTOM_NOWHERE"], "timeout": 60},
               ignore_errors=True),
+        _task("group too big", "allocation",
+              {**group, "name": f"{rc}-big", "count": 2, "lease": None},
+              ignore_errors=True),
         _task("release in check mode", "allocation",
               {**auth, "name": one["name"], "state": "absent"},
               check_mode=True, diff=True),
@@ -153,7 +156,7 @@ class AnsiblePlaybook:
         self.assertEqual(sorted(self.tasks), sorted(self.results))
         failed = [name for name, result in self.results.items()
                   if result.get("failed")]
-        self.assertEqual(["failure"], failed)
+        self.assertEqual(["failure", "group too big"], failed)
         if self.target.name == "reference":
             # Retried only for real Ironic's transient weakness.
             self.assertEqual({1}, {result.get("attempts", 1)
@@ -251,6 +254,19 @@ class AnsiblePlaybook:
         names = [a["name"] for a in self.result(
             "list what is left")["allocations"]]
         self.assertNotIn(f"{self.rc}-bad", names)
+
+    def test_a_group_is_all_or_nothing(self) -> None:
+        # One node is free, two are asked for: nothing is kept.
+        failed = self.result("group too big")
+        self.assertTrue(failed["failed"])
+        self.assertIn("funnel: ", failed["msg"])
+        self.assertEqual(1, failed["explanation"]["candidates"])
+        self.assertIn("(1 candidates)", failed["msg"])
+        self.assertEqual([], failed["allocations"])
+        names = [a["name"] for a in self.result(
+            "list what is left")["allocations"]]
+        self.assertEqual([], [n for n in names if n.startswith(
+            f"{self.rc}-big")])
 
     def test_absent_in_check_mode_keeps_it(self) -> None:
         checked = self.result("release in check mode")
