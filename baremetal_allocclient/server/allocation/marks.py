@@ -64,7 +64,9 @@ def lease_columns(document: Any, now: datetime.datetime) -> dict[str, Any]:
 def create_columns(body: dict[str, Any], opted: Shown,
                    now: datetime.datetime) -> dict[str, Any]:
     """The columns a (schema-checked) create's ``group`` and ``lease``
-    fields set (each accepted only when opted into)."""
+    fields set (each accepted only when opted into); without a ``lease``
+    field, a lease an older client wrote into ``extra``
+    (:func:`written_lease`)."""
     columns: dict[str, Any] = {}
     group = body.get(groups.FIELD) if opted.group else None
     if group is not None:
@@ -72,7 +74,30 @@ def create_columns(body: dict[str, Any], opted: Shown,
         columns["group_size"] = group["size"]
     if opted.lease and body.get(leases.FIELD) is not None:
         columns.update(lease_columns(body[leases.FIELD], now))
+    else:
+        columns.update(written_lease(body.get("extra")) or {})
     return columns
+
+
+def written_lease(extra: Any) -> dict[str, Any] | None:
+    """The lease columns of a lease written as keys of ``extra`` (what
+    older SDKs, and any client following their documentation, write):
+    such a lease still expires.  The keys stay in ``extra``, as written;
+    None when ``extra`` records no readable lease."""
+    if not isinstance(extra, dict) or leases.EXPIRES_KEY not in extra:
+        return None
+    duration = extra.get(leases.DURATION_KEY)
+    try:
+        end = leases.parse_timestamp(extra[leases.EXPIRES_KEY])
+        if isinstance(duration, str):
+            leases.parse_duration(duration)
+        else:
+            duration = None
+    except leases.LeaseError:
+        return None
+    end = end.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+    return {"lease_expires_at": end.replace(microsecond=0),
+            "lease_duration": duration}
 
 
 def _moment(value: datetime.datetime | str) -> datetime.datetime:

@@ -16,6 +16,7 @@ from sqlalchemy import and_, bindparam
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Session
 
+from baremetal_allocclient import leases
 from baremetal_allocclient.constraints import Constraints, Funnel
 from baremetal_allocclient.server import schemas
 from baremetal_allocclient.server.allocation import lookup, marks, matching
@@ -181,6 +182,9 @@ def update(db: Database, ident: str, who: Principal,
         extra = patched.get("extra") or {}
         if lease and patched.get("lease") != current["lease"]:
             _set_lease(session, recorder, allocation, patched.get("lease"))
+        else:
+            _lease_written_in_extra(session, recorder, allocation,
+                                    current["extra"], extra)
         fields = tuple(field for field, value in (("name", name),
                                                   ("extra", extra))
                        if value != current[field])
@@ -204,6 +208,24 @@ def _set_lease(session: Session, recorder: Recorder, allocation: Allocation,
     if None not in (before, after) and before != after:
         on_commit(session, recorder.lease_renewed)
     allocation.lease_expires_at = after
+    allocation.lease_duration = columns["lease_duration"]
+
+
+def _lease_written_in_extra(session: Session, recorder: Recorder,
+                            allocation: Allocation, before: dict[str, Any],
+                            after: dict[str, Any]) -> None:
+    """A lease an older client renewed by patching the keys of ``extra``
+    (:func:`marks.written_lease`): the lease moves with them."""
+    keys = (leases.EXPIRES_KEY, leases.DURATION_KEY)
+    if all(before.get(key) == after.get(key) for key in keys):
+        return
+    columns = marks.written_lease(after)
+    if columns is None:
+        return
+    if allocation.lease_expires_at not in (None,
+                                           columns["lease_expires_at"]):
+        on_commit(session, recorder.lease_renewed)
+    allocation.lease_expires_at = columns["lease_expires_at"]
     allocation.lease_duration = columns["lease_duration"]
 
 
