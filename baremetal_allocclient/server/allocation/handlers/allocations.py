@@ -97,11 +97,8 @@ def list_allocations(ctx: Context) -> Response:
     render = views.renderer(
         ctx.base_url, ctx.minor, fields,
         constraints_requested(ctx))
-    shown: Any = map(render.row, rows)
-    if opted:
-        width = len(lookups.ALLOCATION_VIEW_COLUMNS) + 1
-        shown = (marks_view.with_fields(render.row(row[:width]), opted,
-                                   *row[width:]) for row in rows)
+    shown: Any = (marks_view.rows(render.row, rows, opted) if opted
+                  else map(render.row, rows))
     members: list[tuple[str, str | json_text.Items]] = [
         ("allocations", json_text.Items(shown))]
     last = rows[-1][lookups.ALLOCATION_UUID] if rows else None
