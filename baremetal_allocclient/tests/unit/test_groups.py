@@ -74,7 +74,7 @@ class GroupRulesTest(testtools.TestCase):
         def row(uuid: str, state: str) -> _invariants.AllocationRow:
             return _invariants.AllocationRow(
                 1, uuid, None, None, state, "rc", (), (), None, None,
-                _marks("g", 2), {})
+                {}, {}, marks=_marks("g", 2))
         snapshot = _invariants.Snapshot({}, {1: row("u1", "active")})
         self.assertEqual(["group g is partial: 1 of 2 members exist"],
                          _invariants.whole_groups(snapshot))
