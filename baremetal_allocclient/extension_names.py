@@ -18,3 +18,11 @@ CONSTRAINTS: Final = "constraints"
 QUEUE: Final = "queue"
 #: All-or-nothing groups.
 GROUPS: Final = "groups"
+#: Leases (an allocation's end).
+LEASES: Final = "leases"
+#: The one prefix of every ``extra`` key this project writes, and only
+#: against real Ironic, where ``extra`` is the only place for a group or
+#: a lease (the reference server keeps them in fields of their own):
+#: every value under it is a string, so a client that decodes ``extra``
+#: as ``map[string]string`` (gophercloud) reads every allocation.
+EXTRA_PREFIX: Final = "baremetal_alloc:"

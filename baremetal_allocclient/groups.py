@@ -5,11 +5,17 @@ library only), so that every client and the server name and mark the
 members of a group the same way.
 
 A group named ``NAME`` of ``N`` allocations has members named
-``NAME-0`` .. ``NAME-<N-1>``; each member carries the group in its
-``extra`` under :data:`GROUP_KEY` (the group's name) and
-:data:`SIZE_KEY` (N).  ``extra`` is plain Ironic data, so a group made
-against real Ironic is listed and released the same way as one made by
-the reference server's extension.
+``NAME-0`` .. ``NAME-<N-1>``; each member records its group.  On the
+reference server the record is the allocation's ``group`` field
+(``{"name": NAME, "size": N}``), shown only to a request that opts into
+the extension, so ``extra`` stays exactly as the user wrote it.  On real
+Ironic, where ``extra`` is the only place, it is two string values of
+``extra``: :data:`GROUP_KEY` (the group's name) and :data:`SIZE_KEY`
+(``"N"``), under the one prefix :data:`PREFIX`.  The functions here
+read a mapping of those keys (the SDK's ``Allocation.marks``, see
+:mod:`baremetal_allocclient.marks`), and still read the keys older
+versions wrote (:data:`LEGACY_GROUP_KEY`, :data:`LEGACY_SIZE_KEY`, the
+size a number).
 """
 
 from __future__ import annotations
@@ -23,14 +29,23 @@ from baremetal_allocclient import extension_names
 #: Name of the reference server's extension (``GET /v1`` advertises it;
 #: a request opts in with ``X-Baremetal-Alloc-Extensions: groups``).
 EXTENSION = extension_names.GROUPS
-#: Version of the extension's wire format.
-VERSION = 1
+#: Version of the extension's wire format: 2, members recorded in the
+#: ``group`` field (1 wrote two keys into ``extra``).
+VERSION = 2
 #: ``POST`` here reserves a whole group in one transaction.
 PATH = "/v1/allocation_groups"
-#: ``extra`` key holding the group's name.
-GROUP_KEY = "baremetal_alloc_group"
-#: ``extra`` key holding the group's size.
-SIZE_KEY = "baremetal_alloc_group_size"
+#: The prefix of every ``extra`` key the SDK writes on real Ironic.
+PREFIX = extension_names.EXTRA_PREFIX
+#: ``extra`` key holding the group's name (real Ironic).
+GROUP_KEY = PREFIX + "group"
+#: ``extra`` key holding the group's size, as a string (real Ironic).
+SIZE_KEY = PREFIX + "group_size"
+#: The keys older versions wrote (read, never written): the name, and
+#: the size as a number.
+LEGACY_GROUP_KEY = "baremetal_alloc_group"
+LEGACY_SIZE_KEY = "baremetal_alloc_group_size"
+#: The allocation's field holding the group on the reference server.
+FIELD = "group"
 #: Largest group (the same bound as ``create --count``).
 MAX_SIZE = 1000
 #: Longest group name: members add ``-`` and up to three digits and must
@@ -71,24 +86,33 @@ def member_names(name: str | None, count: int) -> list[str | None]:
 
 def member_extra(extra: Mapping[str, Any] | None, name: str | None,
                  count: int) -> dict[str, Any] | None:
-    """A member's ``extra``: the caller's, plus the group's marks when
-    the group has a name.  ``None`` when there is nothing to record."""
+    """A member's ``extra`` as the SDK builds it: the caller's, plus the
+    group's marks (strings) when the group has a name.  ``None`` when
+    there is nothing to record.  (Against the reference server the marks
+    are sent as the ``group`` field instead: :mod:`baremetal_allocclient.
+    marks`.)"""
     result = dict(extra or {})
     if name is not None:
         result[GROUP_KEY] = name
-        result[SIZE_KEY] = count
+        result[SIZE_KEY] = str(count)
     return result or None
 
 
-def group_of(extra: Mapping[str, Any] | None) -> str | None:
-    """The group an allocation's ``extra`` marks it with, if any."""
-    value = (extra or {}).get(GROUP_KEY)
+def group_of(marks: Mapping[str, Any] | None) -> str | None:
+    """The group an allocation's marks (or ``extra``) name, if any."""
+    found = marks or {}
+    value = found.get(GROUP_KEY, found.get(LEGACY_GROUP_KEY))
     return value if isinstance(value, str) else None
 
 
-def size_of(extra: Mapping[str, Any] | None) -> int | None:
-    """The group size recorded in ``extra``, if any."""
-    value = (extra or {}).get(SIZE_KEY)
+def size_of(marks: Mapping[str, Any] | None) -> int | None:
+    """The group size recorded in the marks (or ``extra``), if any: a
+    string of digits, or a number (as older versions wrote it)."""
+    found = marks or {}
+    value = found.get(SIZE_KEY, found.get(LEGACY_SIZE_KEY))
+    if isinstance(value, str) and value.isascii() and value.isdigit() \
+            and len(value) <= 9:
+        return int(value)
     if isinstance(value, bool) or not isinstance(value, int):
         return None
     return value

@@ -1,10 +1,14 @@
-"""Leases: an allocation's expiry, recorded in its ``extra`` (pure).
+"""Leases: an allocation's expiry (pure).
 
 Shared by the SDK, the command line and the reference server (standard
 library only), so that every one of them reads and writes a lease the same
-way.  A lease is two keys of the allocation's ``extra``, which Ironic
-stores and returns as they are, so a lease works on real Ironic and is
-visible to every client:
+way.  On the reference server a lease is the allocation's ``lease`` field
+(``{"expires_at": ..., "duration": ...}``), shown only to a request that
+opts into the extension, so ``extra`` stays exactly as the user wrote it.
+On real Ironic, where ``extra`` is the only place, it is two string values
+of ``extra`` under the SDK's one prefix (``baremetal_alloc:``).  The
+functions here read a mapping of those two keys (the SDK's
+``Allocation.marks``, see :mod:`baremetal_allocclient.marks`):
 
 ``baremetal_alloc:lease_expires_at``
     When the lease ends: an ISO 8601 UTC timestamp with whole seconds,
@@ -32,8 +36,11 @@ from typing import Any, Final
 EXPIRES_KEY: Final = "baremetal_alloc:lease_expires_at"
 #: The ``extra`` key holding the duration last asked for (informative).
 DURATION_KEY: Final = "baremetal_alloc:lease"
-#: Name of the reference server's extension (``GET /v1`` ``extensions``).
+#: Name of the reference server's extension (``GET /v1`` ``extensions``;
+#: a request opts in with ``X-Baremetal-Alloc-Extensions: leases``).
 EXTENSION: Final = "leases"
+#: The allocation's field holding the lease on the reference server.
+FIELD: Final = "lease"
 #: The longest lease: one year (a typo such as ``1000d`` is refused).
 MAX_DURATION: Final = datetime.timedelta(days=366)
 #: What ``--lease`` accepts, for usage messages.

@@ -224,8 +224,8 @@ def _conductor_group() -> list[Option]:
             dest="takeover_interval"),
         _option("conductor", cfg.Opt(
             "expire_leases", type=Seconds(zero_ok=True), default=0.0,
-            help="Release allocations whose lease ended (the "
-                 "baremetal_alloc:lease_expires_at key of extra) and whose "
+            help="Release allocations whose lease ended (their lease "
+                 "field, never extra) and whose "
                  "node is not deployed, checking every this many seconds; "
                  "0 disables it (the flag alone means 30). Safe with "
                  "several processes; deployed nodes are logged and left "

@@ -127,6 +127,28 @@ CONSTRAINTS: dict[str, Any] = {
 
 #: The queue extension's field of POST /v1/allocations: wait in line for
 #: capacity, at most ``timeout`` seconds (default: the server's maximum).
+#: The ``group`` field of a create (the groups extension; see
+#: ``allocation/marks.py``).
+GROUP: dict[str, Any] = {
+    "type": ["object", "null"],
+    "properties": {
+        "name": {"type": "string", "minLength": 1, "maxLength": 255},
+        "size": {"type": "integer", "minimum": 1,
+                 "maximum": groups.MAX_SIZE},
+    },
+    "required": ["name", "size"],
+    "additionalProperties": False,
+}
+#: The ``lease`` field of a create or a patch (the leases extension).
+LEASE: dict[str, Any] = {
+    "type": ["object", "null"],
+    "properties": {
+        "expires_at": {"type": "string", "maxLength": 64},
+        "duration": {"type": "string", "maxLength": 64},
+    },
+    "additionalProperties": False,
+}
+
 QUEUE: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -139,10 +161,12 @@ QUEUE: dict[str, Any] = {
 @functools.cache
 def allocation_create(
     version: versions.Version, extended: bool = False, queue: bool = False,
+    group: bool = False, lease: bool = False,
 ) -> dict[str, Any]:
     """POST /v1/allocations body at this version (``extended``: the
     request opted into the constraints extension; ``queue``: into the
-    queue extension).  Built once per combination and shared, as the
+    queue extension; ``group``, ``lease``: into the groups and leases
+    extensions).  Built once per combination and shared, as the
     module's constant schemas are: not to be modified."""
     props: dict[str, Any] = {
         "resource_class": _RESOURCE_CLASS,
@@ -169,6 +193,10 @@ def allocation_create(
         props["constraints"] = CONSTRAINTS
     if queue:
         props["queue"] = QUEUE
+    if group:
+        props["group"] = GROUP
+    if lease:
+        props["lease"] = LEASE
     return {
         "type": "object",
         "properties": props,
@@ -176,12 +204,14 @@ def allocation_create(
     }
 
 
-def allocation_group(version: versions.Version) -> dict[str, Any]:
+def allocation_group(version: versions.Version, lease: bool = False
+                     ) -> dict[str, Any]:
     """POST /v1/allocation_groups body (the groups extension): what
     ``POST /v1/allocations`` takes with the constraints extension, but
     ``name`` names the group, ``uuids`` (optional) are the members'
     UUIDs in order, and there is no backfill (``node``)."""
-    props = dict(allocation_create(version, extended=True)["properties"])
+    props = dict(allocation_create(version, extended=True,
+                                   lease=lease)["properties"])
     props.pop("node", None)
     props.pop("uuid")
     props["count"] = {"type": "integer", "minimum": 1,
@@ -208,6 +238,20 @@ ALLOCATION_PATCHED: dict[str, Any] = {
         "extra": _NULLABLE_OBJECT,
     },
 }
+#: The same with the leases extension's ``lease`` field.
+_ALLOCATION_PATCHED_LEASE: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        **ALLOCATION_PATCHED["properties"],
+        "lease": LEASE,
+    },
+}
+
+
+def allocation_patched(lease: bool = False) -> dict[str, Any]:
+    """A patched allocation (``lease``: the request opted into the
+    leases extension)."""
+    return _ALLOCATION_PATCHED_LEASE if lease else ALLOCATION_PATCHED
 
 JSON_PATCH: dict[str, Any] = {
     "type": "array",

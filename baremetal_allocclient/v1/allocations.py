@@ -8,7 +8,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from baremetal_allocclient import exceptions, extension_names
-from baremetal_allocclient.v1 import pagination, resources, transport, versions
+from baremetal_allocclient.v1 import (
+    marking,
+    pagination,
+    resources,
+    transport,
+    versions,
+)
 from baremetal_allocclient.v1.resources import Allocation
 
 if TYPE_CHECKING:
@@ -66,11 +72,11 @@ def get(
     names = resources.validate_fields(Allocation, fields)
     # After a create that waits in line, the answer says the place;
     # a known constraints extension adds the funnel to last_error.
-    opted_in = session._known_extensions()
+    # The group and lease fields: ``Allocation.marks`` (v1/marking.py).
+    opted_in = [*session._known_extensions(), *marking.READ_EXTENSIONS]
     if session._queue_used and names is None:
         opted_in.append(extension_names.QUEUE)
-    headers = ({extension_names.EXTENSION_HEADER: ", ".join(opted_in)}
-               if opted_in else None)
+    headers = {extension_names.EXTENSION_HEADER: ", ".join(opted_in)}
     response = session._transport.request(
         "GET",
         "/v1/allocations/" + transport.quote(ident),
@@ -91,8 +97,14 @@ def update(
     set_extra: Mapping[str, Any] | None = None,
     unset_extra: Iterable[str] = (),
 ) -> Allocation:
-    """``PATCH /v1/allocations/<ident>`` (API 1.57, JSON patch)."""
+    """``PATCH /v1/allocations/<ident>`` (API 1.57, JSON patch).  A
+    lease set (or unset) in ``extra`` is the ``lease`` field on a server
+    that has it (:func:`marking.lease_patch`)."""
     patch: list[dict[str, Any]] = []
+    removed = resources.strings("unset_extra", unset_extra) or []
+    set_extra, patch = marking.lease_patch(session, set_extra, removed) \
+        if _has_lease(set_extra, removed) else (set_extra, [])
+    headers = marking.READ_HEADER if patch else None
     if name is None:
         patch.append({"op": "remove", "path": "/name"})
     elif not isinstance(name, _Unset):
@@ -102,7 +114,6 @@ def update(
             {"op": "add", "path": "/extra/" + pointer(key),
              "value": value}
         )
-    removed = resources.strings("unset_extra", unset_extra) or []
     for key in removed:
         patch.append({"op": "remove", "path": "/extra/" + pointer(key)})
     if not patch:
@@ -113,9 +124,18 @@ def update(
         "PATCH",
         "/v1/allocations/" + transport.quote(ident),
         feature=versions.ALLOCATION_UPDATE,
-        json=patch,
+        json=patch, headers=headers,
     )
     return parse(session, response)
+
+
+def _has_lease(set_extra: Mapping[str, Any] | None,
+               unset_extra: list[str]) -> bool:
+    """Whether a patch sets or unsets a lease."""
+    from baremetal_allocclient import leases
+
+    return leases.EXPIRES_KEY in (set_extra or {}) or (
+        leases.EXPIRES_KEY in unset_extra)
 
 
 def delete(
@@ -144,6 +164,7 @@ def get_of_node(
         params=pagination.build_query(
             {"fields": names}, limit=None, marker=None
         ),
+        headers=marking.READ_HEADER,
     )
     return parse(session, response)
 

@@ -676,8 +676,10 @@ class Client(ApiSession):
         ``request`` as in :meth:`allocate` (a resource class is required;
         ``uuid``, ``node`` and ``queue`` do not apply: InvalidArgument).
         Its ``name`` names the group: the members are then ``NAME-0`` ..
-        ``NAME-<count-1>`` and carry the group in ``extra``
-        (``baremetal_alloc_group``, ``baremetal_alloc_group_size``), so
+        ``NAME-<count-1>`` and record the group (the reference server's
+        ``group`` field; on Ironic the string keys
+        ``baremetal_alloc:group`` and ``baremetal_alloc:group_size`` of
+        ``extra``; :attr:`Allocation.marks` reads either), so
         :meth:`list_allocations` (``group=``) and :meth:`release_group`
         find them on any server.  ``timeout`` bounds the whole operation.
         A lease gives every member the same lease, starting with the

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from baremetal_allocclient import exceptions, extension_names, leases
-from baremetal_allocclient.v1 import allocations, budget, versions
+from baremetal_allocclient.v1 import allocations, budget, marking, versions
 from baremetal_allocclient.v1.resources import Allocation
 
 if TYPE_CHECKING:
@@ -127,6 +127,8 @@ def _prepare(
 
         sent, opted_in = selecting.constrain(session, request)
     body = sent.body()
+    opted_in += [name for name in marking.outgoing(session, body)
+                 if name not in opted_in]
     if request.queue:
         body["queue"] = _queue_field(session, request, deadline)
         opted_in.append(extension_names.QUEUE)

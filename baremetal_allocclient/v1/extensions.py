@@ -40,5 +40,7 @@ def groups_advertised(doc: Any) -> bool:
     found = doc.get("extensions")
     entry = found.get(groups.EXTENSION) if isinstance(found, Mapping) \
         else None
-    return isinstance(entry, Mapping) and entry.get("version") == \
-        groups.VERSION
+    # Version 1 (older servers) wrote the group into ``extra``, where
+    # the SDK still reads it.
+    return isinstance(entry, Mapping) and entry.get("version") in (
+        1, groups.VERSION)

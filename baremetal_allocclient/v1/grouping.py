@@ -34,6 +34,7 @@ from baremetal_allocclient.v1 import (
     budget,
     extensions,
     interrupts,
+    marking,
     reservation,
     versions,
     waiting,
@@ -225,10 +226,13 @@ def post_group(session: Session, body: dict[str, Any],
     """``POST /v1/allocation_groups`` (the groups extension).  A
     retried request whose first attempt made the group returns it."""
     transport = session._transport
+    names = [groups.EXTENSION, *marking.outgoing(session, body)]
+    headers = {extension_names.EXTENSION_HEADER: ", ".join(
+        dict.fromkeys([*names, *marking.READ_EXTENSIONS]))}
     try:
         response = transport.request(
             "POST", groups.PATH, feature=FEATURE, json=body,
-            headers=HEADERS, deadline=deadline, idempotent=True)
+            headers=headers, deadline=deadline, idempotent=True)
     except exceptions.Conflict as exc:
         if not exc.retried:
             raise
@@ -238,7 +242,7 @@ def post_group(session: Session, body: dict[str, Any],
                 found = allocations.get(session, uuid, deadline)
             except exceptions.NotFound:
                 raise exc from None
-            if groups.group_of(found.extra) != body.get("name") or (
+            if groups.group_of(found.marks) != body.get("name") or (
                     found.resource_class != body["resource_class"]):
                 raise
             made.append(found)

@@ -149,7 +149,7 @@ def expire(
 
 
 def _expiry_text(allocation: Allocation) -> str | None:
-    value = (allocation.extra or {}).get(leases.EXPIRES_KEY)
+    value = allocation.marks.get(leases.EXPIRES_KEY)
     return None if value is None else str(value)
 
 
@@ -181,7 +181,7 @@ def _expire_one(
     if fresh.node_uuid != seen.node_uuid:
         return Expiry(fresh, Outcome.CHANGED, fresh.node_uuid,
                       _expiry_text(fresh), "its node changed")
-    action = leases.decide(fresh.state, fresh.extra, node, now(),
+    action = leases.decide(fresh.state, fresh.marks, node, now(),
                            undeploy=undeploy)
     entry = Expiry(fresh, Outcome.CHANGED, fresh.node_uuid,
                    _expiry_text(fresh), "lease renewed")

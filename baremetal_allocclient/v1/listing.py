@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from baremetal_allocclient import exceptions
 from baremetal_allocclient.v1 import (
     allocations,
+    marking,
     pagination,
     resources,
     versions,
@@ -98,7 +99,7 @@ def _in_group(
 
     members = (a for a in iterate(session, filters, feature, None, marker,
                                   page_size)
-               if groups.group_of(a.extra) == group)
+               if groups.group_of(a.marks) == group)
     return itertools.islice(members, limit)
 
 
@@ -112,7 +113,7 @@ def _filter_expired(
     moment = now or leases.utcnow()
     listed = list_allocations(session, **query)
     chosen = (item for item in listed
-              if leases.is_expired(item.extra, moment) == expired)
+              if leases.is_expired(item.marks, moment) == expired)
     return itertools.islice(chosen, limit)
 
 
@@ -136,7 +137,7 @@ def iterate(
         )
         response = transport.request(
             "GET", "/v1/allocations", feature=feature, params=params,
-            deadline=deadline,
+            deadline=deadline, headers=marking.READ_HEADER,
         )
         items, next_link = pagination.items_of(
             transport.json(response), "allocations"

@@ -290,6 +290,20 @@ class Allocation(_Resource):
     """The decoded JSON object exactly as the server sent it."""
 
     @property
+    def marks(self) -> dict[str, Any]:
+        """Its group and lease as the SDK records them (keys
+        ``baremetal_alloc:group``, ``baremetal_alloc:group_size``,
+        ``baremetal_alloc:lease_expires_at``, ``baremetal_alloc:lease``;
+        see :mod:`baremetal_allocclient.marks`), wherever the server
+        keeps them: the reference server's ``group`` and ``lease``
+        fields, else keys of ``extra`` (real Ironic; also what older
+        versions wrote).  Read them with :mod:`baremetal_allocclient.
+        groups` and :mod:`baremetal_allocclient.leases`."""
+        from baremetal_allocclient import marks
+
+        return marks.of(self.raw if self.raw else {"extra": self.extra})
+
+    @property
     def ident(self) -> str:
         """Identifier to address it by (the UUID if known, else the name)."""
         ident = self.uuid or self.name

@@ -83,7 +83,7 @@ def fetched(names: Sequence[str] | None) -> list[str] | None:
 
 def lease_expiry(allocation: Allocation) -> str | None:
     """The recorded end of the lease, as recorded (None: no lease)."""
-    value = (allocation.extra or {}).get(leases.EXPIRES_KEY)
+    value = allocation.marks.get(leases.EXPIRES_KEY)
     return None if value is None else str(value)
 
 

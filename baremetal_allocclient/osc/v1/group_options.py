@@ -45,9 +45,10 @@ def add_create_options(parser: argparse.ArgumentParser) -> None:
         metavar="<name>",
         type=group_name,
         help="Name the group (implies --all-or-nothing): the allocations "
-        "are named <name>-0 .. <name>-<N-1> and marked in their extra "
-        "(baremetal_alloc_group), so 'list --group' and 'delete --group' "
-        "find them.",
+        "are named <name>-0 .. <name>-<N-1> and record the group (the "
+        "reference server's group field; on Ironic the string key "
+        "baremetal_alloc:group of extra), so 'list --group' and "
+        "'delete --group' find them.",
     )
 
 

@@ -20,8 +20,9 @@ def add_lease_option(parser: argparse.ArgumentParser) -> None:
         type=parsing.lease_duration,
         metavar="<duration>",
         help="Give the allocation back after this long: 90s, 30m, 2h, 1d, "
-        "1h30m... The end is recorded in extra as "
-        f"{leases.EXPIRES_KEY} (UTC); 'expire' (e.g. from cron) or "
+        "1h30m... The end is recorded in the reference server's lease "
+        f"field, or on Ironic in extra as {leases.EXPIRES_KEY} (UTC, a "
+        "string); 'expire' (e.g. from cron) or "
         "'baremetal-alloc-server serve --expire-leases' releases it then. "
         "Renew with 'renew'.",
     )

@@ -83,7 +83,7 @@ class RenewLease(base.AllocationCommand, show.ShowOne):
             self.app.stdout.write(
                 f"Renewed allocation {member.name} ({member.uuid}) of group "
                 f"{name}: lease ends at "
-                f"{(member.extra or {}).get(leases.EXPIRES_KEY)}\n")
+                f"{member.marks.get(leases.EXPIRES_KEY)}\n")
 
     def produce_output(self, parsed_args: argparse.Namespace,
                        column_names: Sequence[str],

@@ -4,17 +4,18 @@ Every process started with the option runs :class:`LeaseExpiry`, a round
 every ``interval`` seconds: it finds the candidates, then expires each in
 its own transaction (:func:`expire_one`).
 
-A lease lives in the allocation's ``extra`` (see
-:mod:`baremetal_allocclient.leases`), which no SQL index covers on all
-three databases, so candidates are found by scanning the settled
-allocations by id, a page at a time, reading only id, UUID and ``extra``.
+A lease lives in the allocation's ``lease_expires_at`` and
+``lease_duration`` columns (the leases extension's ``lease`` field, see
+``allocation/marks.py``; never in ``extra``).  Candidates are the settled
+allocations whose end has passed, found through the column's index, a
+page at a time in id order, reading only id and UUID.
 
 :func:`expire_one` is the compare-and-set: one write transaction locks
 the node, then the allocation (the one lock order, through
 :func:`freeing.allocation_for_release`), decides again on what it has
 locked, and releases through the one release path
 (:func:`freeing.release_in_session`).  A renewal (a ``PATCH`` of
-``extra``, which locks the allocation) is either committed before, and
+``lease``, which locks the allocation) is either committed before, and
 then seen, or waits and finds the allocation gone.  Two processes
 expiring the same allocation serialize on those locks: the second one
 finds nothing to release, so each allocation is released exactly once.
@@ -32,6 +33,7 @@ from sqlalchemy import bindparam, select
 from sqlalchemy.exc import DBAPIError
 
 from baremetal_allocclient import leases
+from baremetal_allocclient.server.allocation import marks
 from baremetal_allocclient.server.allocation.periodic import Periodic
 from baremetal_allocclient.server.allocation.release import freeing, refusals
 from baremetal_allocclient.server.allocation.states import ACTIVE, ERROR
@@ -55,8 +57,9 @@ LOG = logging.getLogger(__name__)
 PAGE = 500
 
 _SCAN = (
-    select(Allocation.id, Allocation.uuid, Allocation.extra)
+    select(Allocation.id, Allocation.uuid)
     .where(Allocation.id > bindparam("after"),
+           Allocation.lease_expires_at <= bindparam("now"),
            Allocation.state.in_((ACTIVE, ERROR)))
     .order_by(Allocation.id)
     .limit(PAGE)
@@ -70,10 +73,9 @@ def expired_uuids(db: Database, now: datetime.datetime) -> Iterator[str]:
     while True:
         with db.read() as session:
             rows = session.connection().execute(
-                _SCAN, {"after": after}).all()
+                _SCAN, {"after": after, "now": utc_naive(now)}).all()
         for row in rows:
-            if leases.is_expired(row.extra, now):
-                yield str(row.uuid)
+            yield str(row.uuid)
         if len(rows) < PAGE:
             return
         after = rows[-1].id
@@ -113,12 +115,13 @@ def expire_one(
             node = session.get(Node, allocation.node_id)
         facts = None if node is None else leases.NodeFacts(
             node.provision_state, node.target_provision_state)
-        action = leases.decide(allocation.state, allocation.extra, facts,
+        lease = marks.as_marks(allocation)
+        action = leases.decide(allocation.state, lease, facts,
                                now, undeploy=undeploy)
         found = Expired(action, uuid, node.uuid if node else None,
-                        allocation.node_id,
-                        (allocation.extra or {}).get(leases.EXPIRES_KEY),
-                        allocation.owner, allocation.state)
+                        allocation.node_id, owner=allocation.owner,
+                        state=allocation.state,
+                        expires_at=lease.get(leases.EXPIRES_KEY))
         if action == leases.Action.RELEASE:
             if node is not None and refusals.allocation_removal_error(
                     _view(node), uuid):

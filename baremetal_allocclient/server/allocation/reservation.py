@@ -189,7 +189,8 @@ _OWNED = (
     Allocation.conductor_affinity == bindparam("r_affinity"),
 )
 _OWNED_ALLOCATION = (
-    select(Allocation.id, Allocation.queue_deadline, Allocation.extra)
+    select(Allocation.id, Allocation.queue_deadline,
+           Allocation.lease_duration)
     .where(*_OWNED).with_for_update()
 )
 _ALLOCATION_EXISTS = select(Allocation.id).where(
@@ -212,7 +213,8 @@ _ACTIVATE_OWNED = _ALLOCATION_ACTIVE.where(
     *_OWNED[2:], Allocation.queue_deadline.is_(None))
 #: An allocation that waited in line: its lease starts now.
 _ALLOCATION_ACTIVE_RELEASED_FROM_LINE = _ALLOCATION_ACTIVE.values(
-    extra=bindparam("r_extra", type_=Allocation.extra.type))
+    lease_expires_at=bindparam("r_lease_end",
+                               type_=Allocation.lease_expires_at.type))
 #: A node may be given to allocation ``r_uuid`` only while no allocation
 #: holds it and no other instance is on it.
 _NODE_IS_FREE_FOR = (
@@ -392,15 +394,17 @@ def _owned_or_activated(conn: Any, params: dict[str, Any]) -> Any:
 def _activation(owned: Any, params: dict[str, Any]
                 ) -> tuple[Update, dict[str, Any]]:
     """The UPDATE making a reserved allocation ``active``: one that
-    waited in line (a queue deadline) gets its lease restarted
-    (:func:`leases.restarted`), so waiting does not eat the lease."""
-    _id, deadline, extra = owned
-    fresh = leases.restarted(extra, params["r_now"]) \
-        if deadline is not None else None
-    if fresh is None:
+    waited in line (a queue deadline) gets its lease restarted for the
+    duration last asked for, so waiting does not eat the lease."""
+    _id, deadline, duration = owned
+    if deadline is None or duration is None:
         return _ALLOCATION_ACTIVE, params
-    return _ALLOCATION_ACTIVE_RELEASED_FROM_LINE, {**params,
-                                                   "r_extra": fresh}
+    try:
+        length = leases.parse_duration(duration)
+    except leases.LeaseError:
+        return _ALLOCATION_ACTIVE, params
+    return _ALLOCATION_ACTIVE_RELEASED_FROM_LINE, {
+        **params, "r_lease_end": params["r_now"] + length}
 
 
 def give_node(session: Session, allocation: Allocation, node_id: int,

@@ -33,6 +33,10 @@ class AllocationRow:
     constraints: dict[str, Any] | None = None
     conductor_affinity: str | None = None
     queue_deadline: datetime.datetime | None = None
+    group_name: str | None = None
+    group_size: int | None = None
+    lease_expires_at: datetime.datetime | None = None
+    lease_duration: str | None = None
     node_id: int | None = None
     last_error: str | None = None
     funnel_error: str | None = None

@@ -263,11 +263,31 @@ _SHOWN = tuple(_as_shown(getattr(Allocation, name))
 ALLOCATION_UUID = ALLOCATION_VIEW_COLUMNS.index("uuid")
 
 
-def allocation_rows() -> Select[Any]:
+#: The columns of the extensions' fields (``allocation.marks``), after
+#: ``node_uuid`` in a row of ``allocation_rows(marks=True)``.
+MARK_COLUMNS = ("group_name", "group_size", "lease_expires_at",
+                "lease_duration")
+
+
+def _mark_column(name: str) -> Any:
+    """A column of :data:`MARK_COLUMNS` as a row reads it: the lease's
+    end as text (``YYYY-MM-DD HH:MM:SS[.ffffff]``, what
+    ``datetime.fromisoformat`` reads), so no row of a list is converted
+    in Python (SQLite's ``DateTime`` would be, every row)."""
+    column = getattr(Allocation, name)
+    if name == "lease_expires_at":
+        return sql_cast(column, Text).label(name)
+    return column
+
+
+def allocation_rows(marks: bool = False) -> Select[Any]:
     """Every allocation's row with the columns its view shows (in the
     order of :data:`ALLOCATION_VIEW_COLUMNS`) and its node's UUID
-    (``node_uuid``, last), for the caller to filter, order and page."""
-    return select(*_SHOWN, Node.uuid.label("node_uuid")).outerjoin(
+    (``node_uuid``), for the caller to filter, order and page; with
+    ``marks``, then the :data:`MARK_COLUMNS` (for a request that opted
+    into the groups or leases extension)."""
+    extra = [_mark_column(name) for name in MARK_COLUMNS] if marks else []
+    return select(*_SHOWN, Node.uuid.label("node_uuid"), *extra).outerjoin(
         Node, Node.id == Allocation.node_id
     )
 

@@ -171,6 +171,8 @@ class Allocation(Base):
         # Who waits in line in a resource class (the queue extension).
         Index("allocations_queue_idx", "state", "resource_class",
               "queue_deadline"),
+        # Whose lease has ended (serve --expire-leases).
+        Index("allocations_lease_idx", "lease_expires_at"),
         # An id is never handed out twice, even after a delete: workers
         # and take-over identify allocations by id (and UUID).
         {"sqlite_autoincrement": True},
@@ -201,6 +203,17 @@ class Allocation(Base):
     queue_deadline: Mapped[datetime.datetime | None] = mapped_column(
         DateTime
     )
+    #: The group it belongs to and the group's size (the groups
+    #: extension; shown only to requests that opt in, never in ``extra``).
+    group_name: Mapped[str | None] = mapped_column(ExactString(255))
+    group_size: Mapped[int | None] = mapped_column(Integer)
+    #: When its lease ends (naive UTC) and the duration last asked for
+    #: (``leases.format_duration`` text; the leases extension, shown only
+    #: to requests that opt in, never in ``extra``).
+    lease_expires_at: Mapped[datetime.datetime | None] = mapped_column(
+        DateTime
+    )
+    lease_duration: Mapped[str | None] = mapped_column(ExactString(64))
     created_at: Mapped[datetime.datetime] = mapped_column(
         DateTime, default=utcnow
     )

@@ -48,6 +48,17 @@ class ContractMixin(_Base):
         """Whether the current target is this project's reference server."""
         return self.target.name == "reference"
 
+    def marks_of(self, uuid: str) -> dict[str, Any]:
+        """An allocation's group and lease as the SDK reads them
+        (``Allocation.marks``), from a GET opting into the extensions:
+        the reference server's fields, or the keys of ``extra`` on real
+        Ironic (which ignores the header)."""
+        from baremetal_allocclient import marks
+
+        return marks.of(self.target.expect(
+            200, "GET", f"/v1/allocations/{uuid}",
+            headers={"X-Baremetal-Alloc-Extensions": "groups, leases"}))
+
     def enroll(self, count: int = 1, *, traits: Sequence[str] = (),
                owner: str | None = None, lessee: str | None = None,
                resource_class: str | None = None

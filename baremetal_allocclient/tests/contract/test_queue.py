@@ -84,12 +84,12 @@ class WaitingInLine(base.ContractMixin):
                                    lease="2s")
         served = leases.utcnow()
         self.addCleanup(self.client.delete_allocation, str(got.uuid))
-        ends = leases.expires_at(got.extra)
+        ends = leases.expires_at(got.marks)
         assert ends is not None
-        self.assertGreater(ends, served, got.extra)
+        self.assertGreater(ends, served, got.marks)
         self.assertLessEqual(ends, served + datetime.timedelta(seconds=3),
-                             got.extra)
-        self.assertEqual("2s", dict(got.extra or {})[leases.DURATION_KEY])
+                             got.marks)
+        self.assertEqual("2s", got.marks[leases.DURATION_KEY])
 
     def test_budget_end_leaves_nothing_behind(self) -> None:
         started = time.monotonic()

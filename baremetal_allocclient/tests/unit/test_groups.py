@@ -9,7 +9,7 @@ from baremetal_allocclient.tests.functional.faults import _invariants
 
 
 def _marks(name: str, size: int) -> dict[str, object]:
-    return {groups.GROUP_KEY: name, groups.SIZE_KEY: size}
+    return {groups.GROUP_KEY: name, groups.SIZE_KEY: str(size)}
 
 
 class GroupRulesTest(testtools.TestCase):
@@ -26,6 +26,17 @@ class GroupRulesTest(testtools.TestCase):
         self.assertEqual("ci", groups.group_of(_marks("ci", 2)))
         self.assertIsNone(groups.group_of({groups.GROUP_KEY: 3}))
         self.assertIsNone(groups.size_of({groups.SIZE_KEY: True}))
+        # Every value a string; what older versions wrote is read too.
+        self.assertEqual({"job": "1", groups.GROUP_KEY: "ci",
+                          groups.SIZE_KEY: "2"},
+                         groups.member_extra({"job": "1"}, "ci", 2))
+        self.assertTrue(groups.GROUP_KEY.startswith(groups.PREFIX))
+        self.assertTrue(groups.SIZE_KEY.startswith(groups.PREFIX))
+        legacy = {groups.LEGACY_GROUP_KEY: "old",
+                  groups.LEGACY_SIZE_KEY: 3}
+        self.assertEqual(("old", 3), (groups.group_of(legacy),
+                                      groups.size_of(legacy)))
+        self.assertIsNone(groups.size_of({groups.SIZE_KEY: "2x"}))
 
     def test_invalid_sizes_and_names_are_refused(self) -> None:
         for count in (0, -1, groups.MAX_SIZE + 1, True, 1.5):
@@ -63,7 +74,7 @@ class GroupRulesTest(testtools.TestCase):
         def row(uuid: str, state: str) -> _invariants.AllocationRow:
             return _invariants.AllocationRow(
                 1, uuid, None, None, state, "rc", (), (), None, None,
-                _marks("g", 2), {})
+                {}, {}, marks=_marks("g", 2))
         snapshot = _invariants.Snapshot({}, {1: row("u1", "active")})
         self.assertEqual(["group g is partial: 1 of 2 members exist"],
                          _invariants.whole_groups(snapshot))

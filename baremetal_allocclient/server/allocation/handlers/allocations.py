@@ -6,8 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from baremetal_allocclient.server import schemas
-from baremetal_allocclient.server.allocation import views
-from baremetal_allocclient.server.allocation.handlers import extensions
+from baremetal_allocclient.server.allocation import marks, views
+from baremetal_allocclient.server.allocation.handlers import (
+    extensions,
+    marks_view,
+)
 from baremetal_allocclient.server.allocation.handlers.services import (
     allocation_services,
 )
@@ -61,10 +64,10 @@ def _gate(ctx: Context, status: int, minor: int = versions.ALLOCATIONS,
 
 def _render(ctx: Context, allocation: Allocation, node_uuid: str | None,
             fields: list[str] | None = None) -> str:
-    return views.allocation_view(
+    return marks_view.record_with_fields(views.allocation_view(
         allocation, node_uuid, ctx.base_url, ctx.minor, fields,
         constraints_requested(ctx),
-    )
+    ), marks_view.shown(ctx), allocation)
 
 
 def list_allocations(ctx: Context) -> Response:
@@ -85,16 +88,19 @@ def list_allocations(ctx: Context) -> Response:
     marker = ctx.query("marker")
     if marker is not None and not identifiers.is_uuid_like(marker):
         raise bad_request(f"Schema error: '{marker}' is not a 'uuid'")
+    opted = marks_view.shown(ctx)
     rows = records.list_page(ctx.services.db, principal(ctx), records.Listing(
         page=page, owner=owner, state=ctx.query("state"),
         resource_class=ctx.query("resource_class"),
-        node=ctx.query("node"), marker=marker,
+        node=ctx.query("node"), marker=marker, marks=bool(opted),
     ))
     render = views.renderer(
         ctx.base_url, ctx.minor, fields,
         constraints_requested(ctx))
+    shown: Any = (marks_view.rows(render.row, rows, opted) if opted
+                  else map(render.row, rows))
     members: list[tuple[str, str | json_text.Items]] = [
-        ("allocations", json_text.Items(map(render.row, rows)))]
+        ("allocations", json_text.Items(shown))]
     last = rows[-1][lookups.ALLOCATION_UUID] if rows else None
     link = listing.next_link(
         ctx.base_url, "allocations", dict(ctx.request.args), page,
@@ -111,10 +117,10 @@ def get_allocation(ctx: Context, ident: str) -> Response:
     fields = listing.parse_fields(ctx.query("fields"))
     views.check_allocation_fields(fields, ctx.minor)
     row, node_uuid = records.read(ctx.services.db, ident, principal(ctx))
-    body = views.allocation_view(
+    body = marks_view.record_with_fields(views.allocation_view(
         row, node_uuid, ctx.base_url, ctx.minor, fields,
         constraints_requested(ctx),
-    )
+    ), marks_view.shown(ctx), row)
     if fields is None and row.queue_deadline is not None:
         # Only an allocation waiting in line can have a place in line.
         body = _with_queue(ctx, lookups.allocation_from_row(row), body)
@@ -127,9 +133,10 @@ def _validated_create_body(ctx: Context) -> dict[str, Any]:
         ctx.minor < versions.ALLOCATION_OWNER
     ):
         raise not_acceptable()
+    opted = marks_view.shown(ctx)
     schemas.validate(body, schemas.allocation_create(
         ctx.version, extended=constraints_requested(ctx),
-        queue=queue_requested(ctx)))
+        queue=queue_requested(ctx), group=opted.group, lease=opted.lease))
     assert isinstance(body, dict)
     name = body.get("name")
     if name is not None and not identifiers.is_valid_name(name):
@@ -156,10 +163,12 @@ def create_allocation(ctx: Context) -> Response:
     body = _validated_create_body(ctx)
     now = utcnow()
     queue_deadline = extensions.queue_deadline(ctx, body, now)
+    opted = marks_view.shown(ctx)
+    columns = marks.create_columns(body, opted, now)
     if body.get("node"):
         if body.get("constraints"):
             raise bad_request("Constraints do not apply to a backfill")
-        return _backfill(ctx, body)
+        return _backfill(ctx, body, columns)
     wanted = extensions.parse_constraints(body)
     if not body.get("resource_class"):
         raise bad_request(
@@ -180,16 +189,17 @@ def create_allocation(ctx: Context) -> Response:
         constraints=wanted.to_wire() if wanted else None,
         queue_deadline=queue_deadline,
         created_at=now,
+        marks=columns,
     )
     answer = creating.create(services.db, services.workers, services.waiting,
                              new, principal(ctx), wait,
                              _line_scope(ctx))
     allocation = answer.allocation
     # A new allocation has no node, so its view needs no query.
-    view = views.allocation_view(
+    view = marks_view.record_with_fields(views.allocation_view(
         allocation, answer.node_uuid, ctx.base_url, ctx.minor, None,
         answer.settled and constraints_requested(ctx),
-    )
+    ), opted, allocation)
     response = _created(ctx, allocation.uuid,
                         _queue_field(allocation, view, answer.position))
     if answer.waited:
@@ -226,7 +236,8 @@ def _with_queue(ctx: Context, allocation: AnyAllocation, body: str
     return _queue_field(allocation, body, position)
 
 
-def _backfill(ctx: Context, body: dict[str, Any]) -> Response:
+def _backfill(ctx: Context, body: dict[str, Any],
+              columns: dict[str, Any]) -> Response:
     """Create an ``active`` allocation for an already deployed node."""
     services = allocation_services(ctx)
     allocation, node_uuid = creating.backfill(
@@ -239,9 +250,12 @@ def _backfill(ctx: Context, body: dict[str, Any]) -> Response:
             extra=body.get("extra") or {},
             owner=body.get("owner"),
             node=str(body["node"]),
+            marks=columns,
         ), principal(ctx), services.recorder)
-    return _created(ctx, allocation.uuid, views.allocation_view(
-        allocation, node_uuid, ctx.base_url, ctx.minor, None))
+    return _created(ctx, allocation.uuid, marks_view.record_with_fields(
+        views.allocation_view(allocation, node_uuid, ctx.base_url,
+                              ctx.minor, None),
+        marks_view.shown(ctx), allocation))
 
 
 def _created(ctx: Context, uuid: str, body: str) -> Response:
@@ -254,15 +268,18 @@ _PATCHABLE = ("name", "extra")
 
 
 def update_allocation(ctx: Context, ident: str) -> Response:
-    """PATCH /v1/allocations/{ident}: only name and extra (1.57+)."""
+    """PATCH /v1/allocations/{ident}: only name and extra (1.57+), and
+    ``lease`` for a request that opted into the leases extension."""
     _gate(ctx, 405, versions.ALLOCATION_UPDATE,
           "The API version does not allow updating allocations")
     patch = ctx.json_body()
     schemas.validate(patch, schemas.JSON_PATCH)
     assert isinstance(patch, list)
+    lease = marks_view.shown(ctx).lease
+    patchable = (*_PATCHABLE, "lease") if lease else _PATCHABLE
     for op in patch:
         root = op["path"].lstrip("/").split("/")[0]
-        if root not in _PATCHABLE:
+        if root not in patchable:
             raise bad_request(
                 f"Cannot patch {op['path']}. Only the following can be "
                 f"updated: {', '.join(_PATCHABLE)}"
@@ -270,7 +287,7 @@ def update_allocation(ctx: Context, ident: str) -> Response:
     services = allocation_services(ctx)
     allocation, node_uuid = records.update(services.db, ident,
                                            principal(ctx), patch,
-                                           services.recorder)
+                                           services.recorder, lease)
     return json_text_response(_render(ctx, allocation, node_uuid))
 
 

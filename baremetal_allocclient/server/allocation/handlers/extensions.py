@@ -37,8 +37,9 @@ from baremetal_allocclient.server.api.extensions import QUEUE
 QUEUE_VERSION = 1
 #: Version of the constraints extension's wire format.
 CONSTRAINTS_VERSION = 1
-#: Version of the leases extension (the ``extra`` keys it reads).
-LEASES_VERSION = 1
+#: Version of the leases extension: 2, the ``lease`` field (1 read two
+#: keys of ``extra``, which now holds only what the user wrote).
+LEASES_VERSION = 2
 
 
 def queue_deadline(ctx: Context, body: dict[str, Any],
@@ -72,13 +73,13 @@ def parse_constraints(body: dict[str, Any]) -> constraints.Constraints:
 
 def lease_advertisement(
         services: AllocationServices | None) -> dict[str, Any]:
-    """The ``leases`` entry: the ``extra`` keys, and whether this process
-    expires leases by itself (``serve --expire-leases``)."""
+    """The ``leases`` entry: the header and field, and whether this
+    process expires leases by itself (``serve --expire-leases``)."""
     interval = services.lease_expiry if services is not None else 0.0
     return {
         "version": LEASES_VERSION,
-        "expires_at_key": leases.EXPIRES_KEY,
-        "duration_key": leases.DURATION_KEY,
+        "header": constraints.EXTENSION_HEADER,
+        "field": leases.FIELD,
         "expiring": interval > 0,
         "interval": interval if interval > 0 else None,
         "undeploy": bool(services is not None and services.lease_undeploy),
@@ -108,6 +109,7 @@ def advertisement(base_url: str, services: AllocationServices | None = None,
             "version": group_model.VERSION,
             "header": constraints.EXTENSION_HEADER,
             "href": f"{base_url}{group_model.PATH}",
+            "field": group_model.FIELD,
         }
     if queue_max_wait is not None:
         found[QUEUE] = {

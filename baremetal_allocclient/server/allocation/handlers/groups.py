@@ -6,8 +6,11 @@ gets ``count`` allocations ``active`` on ``count`` distinct nodes, made
 in one transaction (:func:`baremetal_allocclient.server.allocation.
 group_reservation.reserve_group`), or nothing at all (409 saying
 why).  Without the header the path answers 404, as it would on Ironic.
-Members are named and marked as :mod:`baremetal_allocclient.groups`
-says.  Wire format: doc/source/explanation/lifecycle.rst.
+Members are named as :mod:`baremetal_allocclient.groups` says, and a
+named group is recorded in each member's ``group`` field
+(``allocation/marks.py``), never in ``extra``; a ``lease`` field (the
+leases extension) gives every member the same lease.  Wire format:
+doc/source/explanation/lifecycle.rst.
 
 The Placement backend claims nodes one by one in Placement, so a group
 cannot be one transaction there: such a server does not advertise the
@@ -22,8 +25,11 @@ from typing import Any
 
 from baremetal_allocclient import constraints, groups
 from baremetal_allocclient.server import schemas
-from baremetal_allocclient.server.allocation import views
-from baremetal_allocclient.server.allocation.handlers import extensions
+from baremetal_allocclient.server.allocation import marks, views
+from baremetal_allocclient.server.allocation.handlers import (
+    extensions,
+    marks_view,
+)
 from baremetal_allocclient.server.allocation.handlers.services import (
     allocation_services,
 )
@@ -42,6 +48,7 @@ from baremetal_allocclient.server.api.errors import (
 )
 from baremetal_allocclient.server.api.extensions import requested
 from baremetal_allocclient.server.api.http import Response
+from baremetal_allocclient.server.db.models import utcnow
 from baremetal_allocclient.server.domain import identifiers
 
 NOT_FOUND = "The resource could not be found."
@@ -56,13 +63,13 @@ def supported(ctx: Context) -> bool:
     return allocation_services(ctx).workers.backend.name == "database"
 
 
-def _body(ctx: Context) -> dict[str, Any]:
+def _body(ctx: Context, lease: bool) -> dict[str, Any]:
     """The validated body, with owner decided and UUIDs canonical."""
     body = ctx.json_body()
     if isinstance(body, dict) and "owner" in body and (
             ctx.minor < versions.ALLOCATION_OWNER):
         raise not_acceptable()
-    schemas.validate(body, schemas.allocation_group(ctx.version))
+    schemas.validate(body, schemas.allocation_group(ctx.version, lease))
     assert isinstance(body, dict)
     if not body.get("resource_class"):
         raise bad_request("The resource_class field is mandatory")
@@ -93,12 +100,15 @@ def create_group(ctx: Context) -> Response:
         raise ApiError(404, NOT_FOUND)
     if not supported(ctx):
         raise conflict(PLACEMENT_REFUSAL)
-    body = _body(ctx)
+    opted = marks_view.shown(ctx)
+    body = _body(ctx, opted.lease)
     count: int = body["count"]
     group = body.get("name")
     uuids = body.get("uuids") or [str(uuidlib.uuid4()) for _ in range(count)]
     names = groups.member_names(group, count)
-    extra = groups.member_extra(body.get("extra"), group, count) or {}
+    columns = marks.create_columns(body, opted, utcnow())
+    if group is not None:
+        columns.update(group_name=group, group_size=count)
     wanted = extensions.parse_constraints(body)
     services = allocation_services(ctx)
     members = grouping.reserve(
@@ -107,11 +117,14 @@ def create_group(ctx: Context) -> Response:
             resource_class=body["resource_class"],
             traits=list(dict.fromkeys(body.get("traits") or [])),
             candidate_nodes=list(body.get("candidate_nodes") or []),
-            extra=extra, owner=body.get("owner"), constraints=wanted,
+            extra=body.get("extra") or {}, owner=body.get("owner"),
+            constraints=wanted, marks=columns,
         ), principal(ctx), services.recorder)
     render = views.AllocationRenderer(ctx.base_url, ctx.minor)
     return json_text_response(json_text.members([
         ("name", json_text.value(group)), ("count", json_text.value(count)),
         ("allocations", json_text.array(
-            render(member, node_uuid) for member, node_uuid in members)),
+            marks_view.record_with_fields(render(member, node_uuid), opted,
+                                     member)
+            for member, node_uuid in members)),
     ]), 201)

@@ -12,7 +12,7 @@ import datetime
 import logging
 import uuid as uuidlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
@@ -150,6 +150,8 @@ class NewAllocation:
     constraints: dict[str, Any] | None  # the wire form
     queue_deadline: datetime.datetime | None
     created_at: datetime.datetime
+    #: The extensions' columns (``allocation/marks.py``): group, lease.
+    marks: dict[str, Any] = field(default_factory=dict)
 
 
 def store(db: Database, workers: AllocationWorkers, new: NewAllocation,
@@ -216,6 +218,7 @@ def _row(new: NewAllocation, uuid: str, owner: str | None, affinity: str,
         conductor_affinity=affinity,
         queue_deadline=new.queue_deadline,
         created_at=new.created_at,
+        **new.marks,
     )
 
 
@@ -368,6 +371,8 @@ class Backfill:
     extra: dict[str, Any]
     owner: str | None  # as requested (the service decides)
     node: str  # the deployed node's UUID or name
+    #: The extensions' columns (``allocation/marks.py``): group, lease.
+    marks: dict[str, Any] = field(default_factory=dict)
 
 
 def backfill(db: Database, affinity: str, new: Backfill, who: Principal,
@@ -408,6 +413,7 @@ def backfill(db: Database, affinity: str, new: Backfill, who: Principal,
             conductor_affinity=affinity,
             created_at=now,
             updated_at=now,
+            **new.marks,
         )
         reservation.insert_allocation(session, allocation)
         if not reservation.backfill(session, allocation, node.id, now):

@@ -6,7 +6,7 @@ transactions."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
@@ -44,6 +44,9 @@ class Group:
     extra: dict[str, Any]
     owner: str | None  # as requested (the service decides)
     constraints: Constraints
+    #: The extensions' columns of every member (``allocation/marks.py``):
+    #: the group's name and size, a lease.
+    marks: dict[str, Any] = field(default_factory=dict)
 
 
 def _check_unique(uuids: Sequence[str], names: Sequence[str | None]
@@ -85,7 +88,7 @@ def reserve(db: Database, affinity: str, group: Group, who: Principal,
             candidate_nodes=candidates, extra=group.extra,
             owner=request.owner,
             constraints=wanted.to_wire() if wanted else None,
-            conductor_affinity=affinity,
+            conductor_affinity=affinity, **group.marks,
         ) for uuid, name in zip(group.uuids, group.names, strict=True)]
 
     count = len(group.uuids)

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from baremetal_allocclient import leases
 from baremetal_allocclient.constraints import Constraints, Funnel
 from baremetal_allocclient.server import schemas
-from baremetal_allocclient.server.allocation import lookup, matching
+from baremetal_allocclient.server.allocation import lookup, marks, matching
 from baremetal_allocclient.server.allocation.backends.base import Backend
 from baremetal_allocclient.server.allocation.selection import Request
 from baremetal_allocclient.server.allocation.service import creating
@@ -60,6 +60,9 @@ class Listing:
     node: str | None
     #: The ``marker``: the UUID of the allocation the page starts after.
     marker: str | None
+    #: Whether the rows also have the extensions' columns
+    #: (``lookups.MARK_COLUMNS``, after the node's UUID).
+    marks: bool = False
 
 
 def list_page(db: Database, who: Principal,
@@ -96,7 +99,7 @@ def list_page(db: Database, who: Principal,
     filters = tuple(name for name in _PAGE_FILTERS if name in values)
     with db.statement_connection() as conn:
         read = _page_read(conn.dialect, filters, page.sort_key,
-                          page.sort_dir, marker)
+                          page.sort_dir, marker, asked.marks)
         return read.rows(conn, values)
 
 
@@ -107,13 +110,14 @@ _PAGE_FILTERS = ("node_id", "state", "resource_class", "owner")
 
 @functools.lru_cache(maxsize=256)
 def _page_read(dialect: Dialect, filters: tuple[str, ...], sort_key: str,
-               sort_dir: str, marker: str | None) -> DriverStatement:
+               sort_dir: str, marker: str | None,
+               marks: bool = False) -> DriverStatement:
     """The statement of a page of this shape, compiled for ``dialect``:
     ``filters`` and, after a marker (``marker``: ``"value"``, or
     ``"null"`` when its sort value is NULL), the bind parameters
     ``marker_key`` and ``marker_id``; at most ``limit`` rows."""
     column = getattr(Allocation, sort_key)
-    query = lookups.allocation_rows()
+    query = lookups.allocation_rows(marks)
     for name in filters:
         query = query.where(getattr(Allocation, name) == bindparam(name))
     after: tuple[Any, Any] | None = None if marker is None else (
@@ -145,17 +149,22 @@ def node_allocation(db: Database, scope: NodeScope, node_ident: str
 
 def update(db: Database, ident: str, who: Principal,
            patch: list[dict[str, Any]],
-           recorder: Recorder = NOT_RECORDED
+           recorder: Recorder = NOT_RECORDED, lease: bool = False
            ) -> tuple[Allocation, str | None]:
-    """Apply a JSON patch of ``name`` and ``extra`` (checked by the
+    """Apply a JSON patch of ``name`` and ``extra`` (and, with
+    ``lease``, of the leases extension's ``lease`` field; checked by the
     caller) to the allocation ``ident`` names, as ``who`` may see it;
     it and its node's UUID.  A change of the lease's end is counted as
     a renewal."""
     with db.write() as session:
         allocation = lookup.find_allocation(session, ident, who)
-        current = {"name": allocation.name, "extra": allocation.extra or {}}
+        current: dict[str, Any] = {"name": allocation.name,
+                                   "extra": allocation.extra or {}}
+        if lease:
+            current["lease"] = marks.lease_document(
+                allocation.lease_expires_at, allocation.lease_duration)
         patched = patching.apply(current, patch)
-        schemas.validate(patched, schemas.ALLOCATION_PATCHED)
+        schemas.validate(patched, schemas.allocation_patched(lease))
         name = patched.get("name")
         if name is not None and not identifiers.is_valid_name(name):
             raise Invalid(
@@ -171,10 +180,11 @@ def update(db: Database, ident: str, who: Principal,
                 )
         allocation.name = name
         extra = patched.get("extra") or {}
-        ends = ((allocation.extra or {}).get(leases.EXPIRES_KEY),
-                extra.get(leases.EXPIRES_KEY))
-        if None not in ends and ends[0] != ends[1]:  # a lease's end moved
-            on_commit(session, recorder.lease_renewed)
+        if lease and patched.get("lease") != current["lease"]:
+            _set_lease(session, recorder, allocation, patched.get("lease"))
+        else:
+            _lease_written_in_extra(session, recorder, allocation,
+                                    current["extra"], extra)
         fields = tuple(field for field, value in (("name", name),
                                                   ("extra", extra))
                        if value != current[field])
@@ -187,6 +197,36 @@ def update(db: Database, ident: str, who: Principal,
         allocation.updated_at = utcnow()
         session.flush()
         return allocation, _node_uuid(session, allocation)
+
+
+def _set_lease(session: Session, recorder: Recorder, allocation: Allocation,
+               document: dict[str, Any] | None) -> None:
+    """Store a patched ``lease``; moving an end is a renewal."""
+    columns = marks.lease_columns(document, utcnow())
+    before = allocation.lease_expires_at
+    after = columns["lease_expires_at"]
+    if None not in (before, after) and before != after:
+        on_commit(session, recorder.lease_renewed)
+    allocation.lease_expires_at = after
+    allocation.lease_duration = columns["lease_duration"]
+
+
+def _lease_written_in_extra(session: Session, recorder: Recorder,
+                            allocation: Allocation, before: dict[str, Any],
+                            after: dict[str, Any]) -> None:
+    """A lease an older client renewed by patching the keys of ``extra``
+    (:func:`marks.written_lease`): the lease moves with them."""
+    keys = (leases.EXPIRES_KEY, leases.DURATION_KEY)
+    if all(before.get(key) == after.get(key) for key in keys):
+        return
+    columns = marks.written_lease(after)
+    if columns is None:
+        return
+    if allocation.lease_expires_at not in (None,
+                                           columns["lease_expires_at"]):
+        on_commit(session, recorder.lease_renewed)
+    allocation.lease_expires_at = columns["lease_expires_at"]
+    allocation.lease_duration = columns["lease_duration"]
 
 
 def _node_uuid(session: Session, allocation: Allocation) -> str | None:

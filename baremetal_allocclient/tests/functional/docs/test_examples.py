@@ -124,8 +124,12 @@ class _DocsServer(testtools.TestCase):
                          f"{name}: {result.stdout}\n{result.stderr}")
         return result.stdout
 
-    def api(self, path: str) -> Any:
-        response = requests.get(self.endpoint + path, headers=HEADERS,
+    def api(self, path: str, extensions: str | None = None) -> Any:
+        """GET ``path``; ``extensions``: the ones to opt into."""
+        headers = dict(HEADERS)
+        if extensions is not None:
+            headers["X-Baremetal-Alloc-Extensions"] = extensions
+        response = requests.get(self.endpoint + path, headers=headers,
                                 auth=self.AUTH, timeout=30)
         self.assertEqual(200, response.status_code, response.text)
         return response.json()

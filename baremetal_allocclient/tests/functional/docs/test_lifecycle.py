@@ -18,7 +18,6 @@ import signal
 import subprocess
 import time
 
-from baremetal_allocclient import leases
 from baremetal_allocclient.tests.functional.docs.test_examples import (
     EXAMPLES,
     UUID_RE,
@@ -45,7 +44,8 @@ class LifecycleExampleTest(_DocsServer):
             stderr=subprocess.PIPE, text=True, **popen)
 
     def members(self) -> list[dict[str, object]]:
-        allocations = self.api("/v1/allocations")["allocations"]
+        allocations = self.api("/v1/allocations", "groups, leases")[
+            "allocations"]
         return [a for a in allocations
                 if str(a["name"] or "").startswith("ci-")]
 
@@ -110,7 +110,7 @@ class LifecycleExampleTest(_DocsServer):
         proc = self.start_long_job("5s")
         members = self.members()
         self.assertEqual(2, len(members), members)
-        ends = {m["extra"][leases.EXPIRES_KEY]  # type: ignore[index]
+        ends = {m["lease"]["expires_at"]  # type: ignore[index]
                 for m in members}
         self.assertEqual(1, len(ends), members)
         expires_at = datetime.datetime.fromisoformat(

@@ -78,6 +78,9 @@ class AllocationRow:
     constraints: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     #: Set while (and after) the allocation waited in line.
     queue_deadline: Any = None
+    #: Its group as the SDK reads it (``Allocation.marks``): the
+    #: ``group_name`` and ``group_size`` columns (never ``extra``).
+    marks: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def waiting(self) -> bool:
@@ -164,7 +167,8 @@ class DatabaseReader:
                        Allocation.candidate_nodes, Allocation.owner,
                        Allocation.last_error, Allocation.extra,
                        Allocation.constraints,
-                       Allocation.queue_deadline).where(wanted)
+                       Allocation.queue_deadline, Allocation.group_name,
+                       Allocation.group_size).where(wanted)
             ).all()
         nodes = {
             int(r[0]): NodeRow(
@@ -181,6 +185,7 @@ class DatabaseReader:
                 None if r[3] is None else int(r[3]), str(r[4]), r[5],
                 tuple(r[6] or ()), tuple(r[7] or ()), r[8], r[9],
                 dict(r[10] or {}), dict(r[11] or {}), r[12],
+                _group_marks(r[13], r[14]),
             )
             for r in allocation_rows
         }
@@ -401,16 +406,24 @@ def settled(snapshot: Snapshot) -> list[str]:
     return found
 
 
+def _group_marks(name: str | None, size: int | None) -> dict[str, Any]:
+    """A group's columns as the marks :mod:`groups` reads."""
+    if name is None:
+        return {}
+    return {groups.GROUP_KEY: name,
+            groups.SIZE_KEY: None if size is None else str(size)}
+
+
 def group_name(allocation: AllocationRow) -> str | None:
-    """The group an allocation is a member of (its ``extra`` mark)."""
-    return groups.group_of(allocation.extra)
+    """The group an allocation is a member of (its group field)."""
+    return groups.group_of(allocation.marks)
 
 
 def whole_groups(snapshot: Snapshot) -> list[str]:
     """Every group stored is whole: all of its recorded size of members
     exist and are ``active`` (no half-served group)."""
     found = groups.incomplete_groups(
-        (a.uuid, a.extra, a.state) for a in snapshot.allocations.values())
+        (a.uuid, a.marks, a.state) for a in snapshot.allocations.values())
     return [f"group {name} is partial: {why}"
             for name, why in sorted(found.items())]
 

@@ -68,7 +68,7 @@ class _LeaseExpiryTests(_cluster.ClusterCase):
                 for _ in range(LEASED)]
         kept = client.allocate(self.rc, lease="2s", timeout=60)
         client.renew_lease(kept, "1h")  # before it ends
-        ends = {str(a.uuid): leases.expires_at(a.extra) for a in made}
+        ends = {str(a.uuid): leases.expires_at(a.marks) for a in made}
 
         released_at: dict[str, float] = {}
         deadline = time.monotonic() + 2 + INTERVAL + SLACK + 5

@@ -63,7 +63,7 @@ class _MigrationTests(databases.ScratchPerClass):
         self.db.upgrade()
         current, head = self.db.schema_revisions()
         case.assertEqual(head, current)
-        case.assertEqual("0014_selection_index_in_id_order", head)
+        case.assertEqual("0016_allocation_marks", head)
         with self.db.engine.connect() as conn:
             diff = compare_metadata(MigrationContext.configure(conn),
                                     Base.metadata)
@@ -253,6 +253,77 @@ class _MigrationTests(databases.ScratchPerClass):
                 .where(Allocation.uuid == failed)).one()
         case.assertEqual(("why; funnel: x", None), tuple(row))
 
+
+    def test_0016_moves_groups_and_leases_out_of_extra_and_back(
+            self) -> None:
+        """Rows written the old way (the group and the lease as keys of
+        ``extra``) keep every group and lease, in their own fields, and
+        ``extra`` keeps only the user's keys; a value that cannot be a
+        field stays in ``extra`` as it was; the downgrade puts them back
+        as they were written."""
+        case: Any = self
+        with self.db.engine.begin() as conn:
+            command.downgrade(self.db._alembic_config(conn),
+                              "0014_selection_index_in_id_order")
+        old = table("allocations", column("uuid"), column("state"),
+                    column("resource_class"), column("traits", JSON),
+                    column("candidate_nodes", JSON), column("extra", JSON),
+                    column("created_at"))
+        written = {
+            "member": {"job": "a", "baremetal_alloc_group": "g",
+                       "baremetal_alloc_group_size": 2},
+            "leased": {"baremetal_alloc:lease_expires_at":
+                       "2030-01-02T03:04:05Z",
+                       "baremetal_alloc:lease": "2h", "job": "b"},
+            "both": {"baremetal_alloc_group": "g",
+                     "baremetal_alloc_group_size": 2,
+                     "baremetal_alloc:lease_expires_at":
+                     "2030-01-02T03:04:05+01:00",
+                     "baremetal_alloc:lease": "1h"},
+            "odd": {"baremetal_alloc_group": "h",
+                    "baremetal_alloc_group_size": "two",
+                    "baremetal_alloc:lease_expires_at": "soon"},
+            "plain": {"job": "c"},
+        }
+        uuids = {name: str(uuid.uuid4()) for name in written}
+        with self.db.engine.begin() as conn:
+            for name, extra in written.items():
+                conn.execute(insert(old).values(
+                    uuid=uuids[name], state="active", resource_class="rc",
+                    traits=[], candidate_nodes=[], extra=extra,
+                    created_at=utcnow()))
+        self.db.upgrade()
+        with self.db.read() as session:
+            rows = {row.uuid: row for row in session.execute(select(
+                Allocation.uuid, Allocation.extra, Allocation.group_name,
+                Allocation.group_size, Allocation.lease_expires_at,
+                Allocation.lease_duration))}
+        moved = {name: tuple(rows[uuids[name]])[1:]
+                 for name in written}
+        end = datetime.datetime(2030, 1, 2, 3, 4, 5)
+        case.assertEqual({
+            "member": ({"job": "a"}, "g", 2, None, None),
+            "leased": ({"job": "b"}, None, None, end, "2h"),
+            "both": ({}, "g", 2, end - datetime.timedelta(hours=1), "1h"),
+            "odd": ({"baremetal_alloc_group_size": "two",
+                     "baremetal_alloc:lease_expires_at": "soon"},
+                    "h", None, None, None),
+            "plain": ({"job": "c"}, None, None, None, None),
+        }, moved)
+        with self.db.engine.begin() as conn:
+            command.downgrade(self.db._alembic_config(conn),
+                              "0014_selection_index_in_id_order")
+        with self.db.engine.connect() as conn:
+            back = dict(conn.execute(select(old.c.uuid, old.c.extra)).all())
+        written["both"]["baremetal_alloc:lease_expires_at"] = (
+            "2030-01-02T02:04:05Z")
+        odd = dict(written["odd"])
+        written["odd"] = {"baremetal_alloc_group": "h", **odd}
+        case.assertEqual({uuids[name]: extra
+                          for name, extra in written.items()},
+                         {uuids[name]: back[uuids[name]]
+                          for name in written})
+        self.db.upgrade()
 
     def _selection_index(self) -> list[str]:
         with self.db.engine.connect() as conn:

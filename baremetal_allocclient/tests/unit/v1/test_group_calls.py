@@ -20,6 +20,8 @@ class GroupCallsTest(ClientTestCase):
     def setUp(self) -> None:
         super().setUp()
         self.mock.get(E + "/", json={})  # Must not be needed.
+        # Where the lease goes: real Ironic advertises no extension.
+        self.mock.get(E + "/v1", headers=self.headers(), json={"id": "v1"})
 
     def test_renew_group_renews_every_member_and_names_failures(
             self) -> None:
@@ -42,8 +44,28 @@ class GroupCallsTest(ClientTestCase):
         self.assertEqual(3, len(patches))
         ends = {json.dumps(r.json(), sort_keys=True) for r in patches}
         self.assertEqual(1, len(ends), ends)  # one end for every member
-        self.assertIn(leases.EXPIRES_KEY, ends.pop())
+        self.assertIn(leases.EXPIRES_KEY, ends.pop())  # a key of extra
         self.assertRaises(exceptions.InvalidArgument,
                           self.client.renew_group, "g", "2x")
         self.assertEqual(3, len([r for r in self.history
                                  if r.method == "PATCH"]))
+
+    def test_renewal_is_the_lease_field_where_the_server_has_one(
+            self) -> None:
+        """The reference server keeps the lease out of ``extra``: the
+        renewal patches its ``lease`` field, opted into."""
+        self.mock.get(E + "/v1", headers=self.headers(), json={
+            "id": "v1", "extensions": {"leases": {
+                "version": 2, "field": "lease"}}})
+        member = fakes.allocation("a0", name="g-0", state="active",
+                                  extra={"job": "x"})
+        member["group"] = {"name": "g", "size": 1}
+        self.mock.get(ALLOCS, headers=self.headers(),
+                      json={"allocations": [member]})
+        self.mock.patch(f"{ALLOCS}/a0", headers=self.headers(), json=member)
+        self.client.renew_group("g", "2h")
+        patch = next(r for r in self.history if r.method == "PATCH")
+        [op] = patch.json()
+        self.assertEqual(("add", "/lease", "2h"),
+                         (op["op"], op["path"], op["value"]["duration"]))
+        self.assertIn("leases", patch.headers["X-Baremetal-Alloc-Extensions"])

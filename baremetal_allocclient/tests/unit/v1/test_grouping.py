@@ -15,9 +15,10 @@ from baremetal_allocclient.v1.resources import Allocation
 class GroupingTest(testtools.TestCase):
 
     def test_advertisement(self) -> None:
-        doc = {"extensions": {"groups": {"version": 1}}}
-        self.assertTrue(grouping.extension_advertised(doc))
-        for other in ({}, None, {"extensions": {"groups": {"version": 2}}},
+        for version in (1, 2):
+            doc = {"extensions": {"groups": {"version": version}}}
+            self.assertTrue(grouping.extension_advertised(doc))
+        for other in ({}, None, {"extensions": {"groups": {"version": 3}}},
                       {"extensions": []}):
             self.assertFalse(grouping.extension_advertised(other))
 
@@ -37,7 +38,7 @@ class GroupingTest(testtools.TestCase):
         self.assertEqual([("g-0", "a"), ("g-1", "b")],
                          [(m.name, m.uuid) for m in members])
         self.assertEqual({"k": "v", groups.GROUP_KEY: "g",
-                          groups.SIZE_KEY: 2}, members[1].extra)
+                          groups.SIZE_KEY: "2"}, members[1].extra)
 
     def test_failure_names_the_member_and_its_last_error(self) -> None:
         made = [Allocation(uuid="a", name="g-0", state="active"),

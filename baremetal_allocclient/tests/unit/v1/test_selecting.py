@@ -146,7 +146,8 @@ class ExtensionTests(ClientTestCase):
         self.client.get_allocation("u1")
         self.client.create_allocation("rc")
         self.assertEqual(
-            [("/v1/allocations/u1", None), ("/v1/allocations", None)],
+            [("/v1/allocations/u1", "groups, leases"),
+             ("/v1/allocations", None)],
             [(r.path, r.headers.get("X-Baremetal-Alloc-Extensions"))
              for r in self.mock.request_history])
         self.assertTrue(self.client.supports_constraints())
@@ -154,7 +155,7 @@ class ExtensionTests(ClientTestCase):
         self.client.get_allocation("u1")
         self.assertEqual(
             [("/v1", None), ("/v1/allocations", "constraints"),
-             ("/v1/allocations/u1", "constraints")],
+             ("/v1/allocations/u1", "constraints, groups, leases")],
             [(r.path, r.headers.get("X-Baremetal-Alloc-Extensions"))
              for r in self.mock.request_history[2:]])
 

@@ -26,7 +26,7 @@ print(f"{funnel['candidates']} nodes qualify")
 
 allocation = client.allocate(big_gpu, timeout=120)
 try:
-    end = expires_at(allocation.extra)
+    end = expires_at(allocation.marks)
     assert end is not None
     hours = (end - utcnow()).total_seconds() / 3600
     print(f"{allocation.name or 'unnamed'}: lease ends in {hours:.0f}h")

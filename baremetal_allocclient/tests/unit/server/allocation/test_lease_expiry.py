@@ -10,6 +10,7 @@ import testtools
 from sqlalchemy import select
 
 from baremetal_allocclient import leases
+from baremetal_allocclient.server.allocation import marks
 from baremetal_allocclient.server.allocation.lease_expiry import (
     LeaseExpiry,
     expire_one,
@@ -44,8 +45,12 @@ class LeaseExpiryTests(testtools.TestCase):
                         instance_info={"traits": ["X"], "keep": 1})
             session.add(node)
             session.flush()
+            lease, other = {}, dict(extra)
+            if leases.EXPIRES_KEY in extra:
+                lease = marks.lease_columns_of(extra)
+                other = {}
             alloc = Allocation(uuid=f"a-{name}", state=state,
-                               resource_class="rc", extra=extra,
+                               resource_class="rc", extra=other, **lease,
                                node_id=node.id if state == "active" else None,
                                created_at=utcnow())
             session.add(alloc)
@@ -97,7 +102,8 @@ class LeaseExpiryTests(testtools.TestCase):
         with self.db.write() as session:
             row = session.scalars(select(Allocation).where(
                 Allocation.uuid == uuid)).one()
-            row.extra = dict(RUNNING)
+            for column, value in marks.lease_columns_of(RUNNING).items():
+                setattr(row, column, value)
         found = expire_one(self.db, uuid, NOW, undeploy=False)
         assert found is not None
         self.assertEqual(leases.Action.KEEP, found.action)

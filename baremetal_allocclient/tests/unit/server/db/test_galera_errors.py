@@ -26,7 +26,7 @@ from sqlalchemy import event, select, update
 from sqlalchemy.exc import OperationalError
 
 from baremetal_allocclient import leases
-from baremetal_allocclient.server.allocation import conductors
+from baremetal_allocclient.server.allocation import conductors, marks
 from baremetal_allocclient.server.allocation import workers as workers_mod
 from baremetal_allocclient.server.allocation.lease_expiry import LeaseExpiry
 from baremetal_allocclient.server.allocation.line.rounds import QueueRounds
@@ -298,7 +298,8 @@ class LeaseExpiryConflictTests(_Case):
             session.add(node)
             session.flush()
             alloc = Allocation(uuid=f"a-{name}", state="active",
-                               resource_class="rc", extra=extra,
+                               resource_class="rc",
+                               **marks.lease_columns_of(extra),
                                node_id=node.id, created_at=utcnow())
             session.add(alloc)
             session.flush()
