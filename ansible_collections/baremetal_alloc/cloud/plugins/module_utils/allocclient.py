@@ -140,7 +140,7 @@ def allocation_dict(allocation):
     data = allocation.to_dict()
     data["user_extra"] = user_extra(data.get("extra"))
     try:
-        end = sdk_leases.expires_at(allocation.extra)
+        end = sdk_leases.expires_at(allocation.marks)
     except sdk_leases.LeaseError:
         end = None
     data["lease_expires_at"] = end.isoformat() if end else None
