@@ -48,6 +48,13 @@ class ContractMixin(_Base):
         """Whether the current target is this project's reference server."""
         return self.target.name == "reference"
 
+    @property
+    def serves_allocations(self) -> bool:
+        """Whether this project's server answers the allocation API:
+        itself, or as the broker in front of a real Ironic (whose other
+        routes are Ironic's own)."""
+        return self.target.name in ("reference", "broker")
+
     def enroll(self, count: int = 1, *, traits: Sequence[str] = (),
                owner: str | None = None, lessee: str | None = None,
                resource_class: str | None = None
