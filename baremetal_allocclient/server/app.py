@@ -269,6 +269,9 @@ class Application:
                 groups=self.services.workers.backend.name == "database",
                 queue_max_wait=rounds.max_wait if rounds is not None
                 else None)
+            if self._passthrough is not None:
+                document["extensions"]["broker"] = \
+                    self._passthrough.advertised()
             return json_response(document), version
         ctx = Context(request, version, base, self.services)
         try:

@@ -39,6 +39,8 @@ from baremetal_allocclient.server.broker.sync import IronicSync
 LOG = logging.getLogger(__name__)
 
 RETRY_AFTER = 5
+#: Version of the ``broker`` entry of ``GET /v1``'s extensions.
+BROKER_VERSION = 1
 DEFAULT_TIMEOUT = 60.0
 #: Headers that belong to one connection, never forwarded (RFC 9110).
 _HOP_BY_HOP = frozenset({
@@ -94,6 +96,13 @@ class Passthrough:
         self._sync = sync
         self._timeout = timeout
         self._local = threading.local()
+
+    def advertised(self) -> dict[str, Any]:
+        """The ``broker`` entry of ``GET /v1``'s extensions: the server
+        fronts a real Ironic, and how stale its view of Ironic may be for
+        changes made there directly."""
+        return {"version": BROKER_VERSION, "fronts": "ironic",
+                "sync_interval": self._sync.interval}
 
     def _session(self) -> requests.Session:
         session: requests.Session | None = getattr(self._local, "session",

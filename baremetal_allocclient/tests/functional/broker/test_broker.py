@@ -180,6 +180,10 @@ class TestReservation(_BrokerCase):
             self.broker.endpoint), node["links"])
         ports = self.broker.expect(200, "GET", "/v1/ports")
         self.assertIn("ports", ports)
+        # The server says it fronts Ironic, and how stale it may be.
+        advertised = self.broker.expect(200, "GET", "/v1")["extensions"]
+        self.assertEqual({"version": 1, "fronts": "ironic",
+                          "sync_interval": 1.0}, advertised["broker"])
         # An unmodified client sees Ironic's answers, Ironic's headers.
         response = self.broker.request("GET", "/v1/drivers")
         self.assertEqual(200, response.status_code, response.text)
