@@ -9,6 +9,10 @@ stopping Ironic touches no other test.
 from __future__ import annotations
 
 import concurrent.futures
+import os
+import re
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -309,3 +313,24 @@ class TestIronicOutage(_BrokerCase):
             else:
                 self.assertTrue(done["last_error"])
         self.assertEqual(min(len(created), 10), len(held))
+
+
+class TestOpenStackSdkThroughTheBroker(_BrokerCase):
+    """openstacksdk's own baremetal functional tests (nodes, allocations,
+    ports: the files shipped in its wheel) through the server in front of
+    a real Ironic, as they pass against Ironic itself."""
+
+    def test_node_allocation_and_port_files_pass(self) -> None:
+        script = os.path.join(os.path.dirname(__file__), "..", "..", "..",
+                              "..", "tools", "openstacksdk-functional")
+        result = subprocess.run(
+            [sys.executable, os.path.abspath(script), "--endpoint",
+             self.broker.endpoint],
+            capture_output=True, text=True, timeout=900, check=False)
+        tail = result.stdout[-4000:] + result.stderr[-2000:]
+        self.assertEqual(0, result.returncode, tail)
+        summary = result.stdout.strip().splitlines()[-1]
+        self.assertRegex(summary, r"^\d+ passed", tail)
+        self.assertIsNone(re.search(r"\b(failed|error|errors)\b", summary),
+                          tail)
+        self.assertGreaterEqual(int(summary.split()[0]), 40, tail)
