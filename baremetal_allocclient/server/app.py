@@ -266,7 +266,8 @@ class Application:
             rounds = self.services.queue
             document["extensions"] = extensions.advertisement(
                 base, self.services,
-                groups=self.services.workers.backend.name == "database",
+                groups=self.services.workers.backend.name
+                in groups.GROUP_BACKENDS,
                 queue_max_wait=rounds.max_wait if rounds is not None
                 else None)
             if self._passthrough is not None:

@@ -126,11 +126,12 @@ def build(db: Database, args: argparse.Namespace) -> Assembly:
         allocation_delay=args.allocation_delay, backend=backend,
         recorder=recorder,
     )
-    # Waiting in line needs the database's reservation (the Placement
-    # backend does not offer it; see doc/source/explanation/lifecycle.rst).
+    # Waiting in line needs the database's reservation, which the broker
+    # makes too after Ironic's claim (the Placement backend does not
+    # offer it; see doc/source/explanation/lifecycle.rst).
     rounds = (QueueRounds(db, workers, args.queue_interval,
                           args.max_queue_wait)
-              if backend.name == "database" else None)
+              if backend.name in ("database", "ironic") else None)
     takeover = Takeover(
         db, workers, args.heartbeat_timeout, args.takeover_interval,
         wake_queue=rounds.wake if rounds is not None else None,

@@ -147,7 +147,7 @@ class IronicBackend:
         held = self.client.allocation(job.allocation_uuid)
         if held is None:
             return reservation.Reservation.NODE_TAKEN
-        settled = self._settled(job, held)
+        settled = self._settled(job.allocation_uuid, held)
         node_uuid = settled.get("node_uuid") if settled else None
         if settled and settled["state"] == ACTIVE and node_uuid:
             self.sync.refresh(idents=[node_uuid])
@@ -160,15 +160,9 @@ class IronicBackend:
     def _claim(self, job: Job, candidate: selection.Candidate) -> _Outcome:
         """Ask Ironic for this one node; then the database half."""
         request = job.request
-        body: dict[str, Any] = {
-            "uuid": job.allocation_uuid,
-            "resource_class": request.resource_class,
-            "traits": list(request.traits),
-            "candidate_nodes": [candidate.uuid],
-            "extra": {MARKER: self._conductor},
-        }
-        if request.owner is not None:
-            body["owner"] = request.owner
+        body = self._claim_body(job.allocation_uuid, candidate.uuid,
+                                request.resource_class, request.traits,
+                                request.owner)
         try:
             created = self.client.create_allocation(body)
         except IronicError as exc:
@@ -176,7 +170,7 @@ class IronicBackend:
                 raise
             # A claim under this UUID exists (a lost answer): settle it.
             return self._finish_earlier_claim(job)
-        settled = self._settled(job, created)
+        settled = self._settled(job.allocation_uuid, created)
         if settled is None:
             return reservation.Reservation.NOT_OURS
         if settled["state"] != ACTIVE:
@@ -188,7 +182,20 @@ class IronicBackend:
             return reservation.Reservation.NODE_TAKEN
         return self._reserve(job, candidate)
 
-    def _settled(self, job: Job, claim: dict[str, Any]
+    def _claim_body(self, allocation_uuid: str, node_uuid: str,
+                    resource_class: str, traits: Sequence[str],
+                    owner: str | None) -> dict[str, Any]:
+        """An Ironic allocation naming one node, under the server's
+        allocation's UUID, marked as this server's."""
+        body: dict[str, Any] = {
+            "uuid": allocation_uuid, "resource_class": resource_class,
+            "traits": list(traits), "candidate_nodes": [node_uuid],
+            "extra": {MARKER: self._conductor}}
+        if owner is not None:
+            body["owner"] = owner
+        return body
+
+    def _settled(self, allocation_uuid: str, claim: dict[str, Any]
                  ) -> dict[str, Any] | None:
         """The claim once Ironic's conductor settled it (None: deleted
         meanwhile, by a release or a take-over)."""
@@ -197,10 +204,10 @@ class IronicBackend:
         while claim["state"] == ALLOCATING:
             if time.monotonic() >= deadline:
                 raise IronicUnavailable(
-                    f"Ironic left allocation {job.allocation_uuid} "
+                    f"Ironic left allocation {allocation_uuid} "
                     f"allocating for {self._wait:g} s")
             time.sleep(next(polls, SETTLE_POLL[-1]))
-            found = self.client.allocation(job.allocation_uuid)
+            found = self.client.allocation(allocation_uuid)
             if found is None:
                 return None
             claim = found
@@ -300,6 +307,46 @@ class IronicBackend:
         except IronicError as exc:
             raise (Invalid if exc.status == 400 else Conflict)(
                 exc.message) from exc
+
+    def claim_all(self, claims: Sequence[tuple[str, str]],
+                  resource_class: str, traits: Sequence[str],
+                  owner: str | None) -> bool:
+        """Claim every (allocation, node) of a group in Ironic, all or
+        none (the group's nodes are locked in the server meanwhile)."""
+        made: list[str] = []
+        try:
+            for allocation_uuid, node_uuid in claims:
+                made.append(allocation_uuid)
+                if not self._claim_one(allocation_uuid, node_uuid,
+                                       resource_class, traits, owner):
+                    self.unclaim_all(made)
+                    self.sync.refresh(idents=[node_uuid])
+                    return False
+        except IronicUnavailable as exc:
+            self.unclaim_all(made)
+            raise Busy("Ironic is unreachable; retry later.") from exc
+        except IronicError as exc:
+            self.unclaim_all(made)
+            raise Conflict(f"Ironic refused: {exc.message}") from exc
+        return True
+
+    def _claim_one(self, allocation_uuid: str, node_uuid: str,
+                   resource_class: str, traits: Sequence[str],
+                   owner: str | None) -> bool:
+        """One member's claim; whether Ironic gave the node."""
+        settled = self._settled(allocation_uuid, self.client.create_allocation(
+            self._claim_body(allocation_uuid, node_uuid, resource_class,
+                             traits, owner)))
+        return settled is not None and settled["state"] == ACTIVE
+
+    def unclaim_all(self, allocation_uuids: Sequence[str]) -> None:
+        """Best effort; the mirror's rounds remove what this misses."""
+        for allocation_uuid in allocation_uuids:
+            try:
+                self.client.delete_allocation(allocation_uuid)
+            except (IronicError, IronicUnavailable) as exc:
+                LOG.warning("Could not remove claim %s yet: %s",
+                            allocation_uuid, exc)
 
     # -- capacity -------------------------------------------------------
     def capacity(

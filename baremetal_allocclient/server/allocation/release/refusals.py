@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -38,6 +39,16 @@ class Holder(Protocol):
                  owner: str | None) -> None:
         """Record an allocation of a deployed node there, or raise the
         domain error saying why not."""
+
+    def claim_all(self, claims: Sequence[tuple[str, str]],
+                  resource_class: str, traits: Sequence[str],
+                  owner: str | None) -> bool:
+        """Claim each (allocation UUID, node UUID) there, all or none:
+        False, with none left, when one is refused."""
+
+    def unclaim_all(self, allocation_uuids: Sequence[str]) -> None:
+        """Remove claims :meth:`claim_all` made (the server did not
+        commit them)."""
 
 
 def allocation_removal_error(
