@@ -132,6 +132,10 @@ def build(db: Database, args: argparse.Namespace) -> Assembly:
     rounds = (QueueRounds(db, workers, args.queue_interval,
                           args.max_queue_wait)
               if backend.name in ("database", "ironic") else None)
+    if rounds is not None and isinstance(backend, IronicBackend):
+        # A node Ironic freed is offered to the line at once.
+        wake = rounds.wake
+        backend.sync.on_released = lambda _released: wake()
     takeover = Takeover(
         db, workers, args.heartbeat_timeout, args.takeover_interval,
         wake_queue=rounds.wake if rounds is not None else None,

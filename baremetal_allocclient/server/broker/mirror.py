@@ -20,7 +20,7 @@ from __future__ import annotations
 import datetime
 import logging
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Select, or_, select
@@ -83,6 +83,26 @@ class Applied:
     updated: int = 0
     deleted: int = 0
     released: list[str] | None = None
+    #: (allocation, node) the read shows Ironic no longer holds for the
+    #: allocation: :func:`release_if_still_held` once Ironic confirms.
+    suspects: list[tuple[str, str]] = field(default_factory=list)
+
+
+def release_if_still_held(session: Session, allocation_uuid: str,
+                          node_uuid: str) -> bool:
+    """Delete the allocation, freeing its node, if it still holds that
+    node (Ironic confirmed it no longer does); whether it did."""
+    node = session.scalars(select(Node).where(
+        Node.uuid == node_uuid).with_for_update()).first()
+    if node is None:
+        return False
+    holder = freeing.holder_of(session, node)
+    if holder is None or holder.uuid != allocation_uuid:
+        return False
+    LOG.info("Allocation %s released: Ironic no longer holds node %s for "
+             "it", allocation_uuid, node_uuid)
+    freeing.release_in_session(session, holder)
+    return True
 
 
 def apply(session: Session, batch: Iterable[NodeFacts],
@@ -151,14 +171,10 @@ def _update(session: Session, node: Node, fact: NodeFacts,
         if holder is not None and holder.uuid != fact.allocation_uuid and (
                 holder.updated_at is None
                 or holder.updated_at < read_started):
-            LOG.info("Allocation %s released: Ironic no longer holds node "
-                     "%s for it", holder.uuid, node.uuid)
-            assert applied.released is not None
-            applied.released.append(holder.uuid)
-            freeing.release_in_session(session, holder)
-            session.refresh(node)
-            node.instance_uuid = fact.instance_uuid
-            changed = True
+            # Asked of Ironic again before anything is released: a claim
+            # made after this read began is not undone (a group's claims
+            # are made after its rows are written).
+            applied.suspects.append((holder.uuid, node.uuid))
     if changed:
         node.updated_at = utcnow()
     return changed

@@ -51,7 +51,8 @@ class IronicSync:
         self._db = db
         self._client = client
         self.interval = interval
-        self._on_released = on_released
+        #: Told the allocations a read released (the waiting line wakes).
+        self.on_released = on_released
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._unreachable_logged = False
@@ -132,9 +133,23 @@ class IronicSync:
             if missing:
                 applied.deleted += mirror.remove(session, missing, started,
                                                  applied)
-        if applied.released and self._on_released is not None:
-            self._on_released(applied.released)
+        self._release_confirmed(applied)
+        if applied.released and self.on_released is not None:
+            self.on_released(applied.released)
         return applied
+
+    def _release_confirmed(self, applied: mirror.Applied) -> None:
+        """Release the allocations Ironic no longer holds their node for,
+        once Ironic says so again now."""
+        for allocation_uuid, node_uuid in applied.suspects:
+            claim = self._client.allocation(allocation_uuid)
+            if claim is not None and claim.get("node_uuid") == node_uuid:
+                continue
+            with self._db.write() as session:
+                if mirror.release_if_still_held(session, allocation_uuid,
+                                                node_uuid):
+                    assert applied.released is not None
+                    applied.released.append(allocation_uuid)
 
     def _remove_left_claims(self) -> None:
         """Delete Ironic allocations this server made whose own
