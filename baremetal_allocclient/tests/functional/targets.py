@@ -453,7 +453,10 @@ def start_broker(*extra: str) -> Target:
 
 _REFERENCE = Lazy(_start_reference, Target.stop)
 _IRONIC = Lazy(start_ironic, Target.stop)
-_BROKER = Lazy(start_broker, Target.stop)
+#: The shared broker target's mirror rounds (seconds).
+BROKER_SYNC_INTERVAL = 2.0
+_BROKER = Lazy(lambda: start_broker(
+    "--ironic-sync-interval", str(BROKER_SYNC_INTERVAL)), Target.stop)
 
 
 def reference_target() -> Target:
