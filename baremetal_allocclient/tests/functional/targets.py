@@ -490,14 +490,27 @@ TARGET_FACTORIES: dict[str, Callable[[], Target]] = {
 }
 
 
-def per_target(mixin: type) -> dict[str, type]:
+#: The contract suite's package: its tests run on the broker too.
+_CONTRACT = "baremetal_allocclient.tests.contract."
+
+
+def per_target(mixin: type, broker: bool | None = None) -> dict[str, type]:
     """One testtools test case class per target, sharing ``mixin``'s tests.
 
     Usage at module level: ``globals().update(per_target(SomeTests))``.
-    Each class's ``setUpClass`` sets ``cls.target``.
+    Each class's ``setUpClass`` sets ``cls.target``.  The broker target
+    (``Broker``) is one of them for the contract suite's tests, unless
+    ``broker`` is False: the modules whose routes the broker only passes
+    through to Ironic (ports, VIFs, interfaces: the Ironic target already
+    checks those answers) say so, and the functional suite's modules
+    (``broker`` None) run on the other two.
     """
+    if broker is None:
+        broker = mixin.__module__.startswith(_CONTRACT)
     classes: dict[str, type] = {}
     for suffix, factory in TARGET_FACTORIES.items():
+        if suffix == "Broker" and not broker:
+            continue
         name = f"Test{mixin.__name__}{suffix}"
         cls = type(name, (mixin, testtools.TestCase), {
             "__module__": mixin.__module__,
