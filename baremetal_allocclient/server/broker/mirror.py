@@ -7,7 +7,10 @@ holder columns follow two rules:
 
 * A node no allocation of this server holds takes Ironic's
   ``instance_uuid``: a node reserved directly in Ironic (or deployed with
-  an instance) is taken, and selection never offers it.
+  an instance) is taken, and selection never offers it; but a node
+  Ironic holds for one of the server's own allocations still
+  ``allocating`` (a claim its worker has not recorded yet) stays free
+  here, for that worker's reservation.
 * A node an allocation of this server holds keeps it, unless Ironic
   shows the node held by nothing or by someone else and the allocation
   last changed before the Ironic read began (a claim in flight is never
@@ -17,6 +20,7 @@ holder columns follow two rules:
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import logging
 from collections.abc import Iterable, Mapping
@@ -27,6 +31,7 @@ from sqlalchemy import Select, or_, select
 from sqlalchemy.orm import Session
 
 from baremetal_allocclient.server.allocation.release import freeing
+from baremetal_allocclient.server.allocation.states import ALLOCATING
 from baremetal_allocclient.server.db.models import (
     Allocation,
     Node,
@@ -117,8 +122,14 @@ def apply(session: Session, batch: Iterable[NodeFacts],
     )} if wanted else {}
     applied = Applied(released=[])
     _clear_moved_names(session, wanted, existing)
+    in_flight = _claims_in_flight(session, wanted.values())
     now = utcnow()
     for uuid, fact in wanted.items():
+        if fact.allocation_uuid in in_flight:
+            # Claimed in Ironic by one of the server's own allocations
+            # whose worker has not recorded it yet: still free here, so
+            # that the worker's reservation can take it.
+            fact = dataclasses.replace(fact, instance_uuid=None)
         node = existing.get(uuid)
         if node is None:
             node = Node(uuid=uuid, created_at=now, **fact.columns)
@@ -132,6 +143,17 @@ def apply(session: Session, batch: Iterable[NodeFacts],
         applied.deleted = _delete_vanished(session, set(wanted),
                                            read_started, applied)
     return applied
+
+
+def _claims_in_flight(session: Session, batch: Iterable[NodeFacts]
+                      ) -> set[str]:
+    """The allocation UUIDs holding nodes in Ironic that are the
+    server's own allocations still ``allocating``."""
+    held = [f.allocation_uuid for f in batch if f.allocation_uuid]
+    if not held:
+        return set()
+    return {str(u) for u in session.scalars(select(Allocation.uuid).where(
+        Allocation.uuid.in_(held), Allocation.state == ALLOCATING))}
 
 
 def _clear_moved_names(session: Session, wanted: Mapping[str, NodeFacts],

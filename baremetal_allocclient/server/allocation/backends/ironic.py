@@ -100,9 +100,9 @@ class IronicBackend:
     def _allocate(self, job: Job) -> Settled | None:
         if not self._owned(job):
             return None  # taken over while this process was away
-        outcome = self._finish_earlier_claim(job)
-        if outcome is not reservation.Reservation.NODE_TAKEN:
-            return outcome if isinstance(outcome, Settled) else None
+        # A claim an earlier attempt made (before a restart or take-over)
+        # under this UUID makes Ironic refuse the next one (409), which
+        # settles it then: no request is spent asking first.
         tried = 0
         refreshed = False
         for _round in range(SEARCH_ROUNDS):
@@ -112,6 +112,11 @@ class IronicBackend:
                 refreshed = True
                 found = self._search.window(job)
             if not found:
+                # Before failing: the node of a claim made before a
+                # restart shows as taken (by this very allocation).
+                outcome = self._finish_earlier_claim(job)
+                if outcome is not reservation.Reservation.NODE_TAKEN:
+                    return outcome if isinstance(outcome, Settled) else None
                 break
             for candidate in self._search.order(job, found):
                 outcome = self._claim(job, candidate)
