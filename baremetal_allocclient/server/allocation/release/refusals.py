@@ -22,8 +22,7 @@ class NodeView:
 class Holder(Protocol):
     """A service that holds the nodes and decides reservations made
     outside the server's own selection (Ironic, behind the broker):
-    asked, with the server's rows locked, before the server commits its
-    own change."""
+    asked before the server commits its own change."""
 
     def release(self, allocation_uuid: str, holds_node: bool) -> None:
         """Free the allocation's node there, or raise the domain error

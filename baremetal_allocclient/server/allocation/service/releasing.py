@@ -84,9 +84,16 @@ def _delete(db: Database, queue: Line | None,
             find: Callable[[Session], freeing.ToRelease],
             holder: Holder | None) -> Change:
     """The deletion ``find`` locks, committed; what changed.  The
-    release rules are the server's own, or the ``holder``'s, asked with
-    both rows locked (so nothing else frees or takes the node between
-    its answer and the commit)."""
+    release rules are the server's own, or the ``holder``'s: asked
+    first, outside the transaction (no write lock is held while it
+    answers); once it has freed the node there, the server's rows only
+    follow, and a node it freed but the server still shows held is
+    never given by either."""
+    if holder is not None:
+        with db.read() as session:
+            seen, seen_node = find(session)
+            uuid, holds_node = seen.uuid, seen_node is not None
+        holder.release(uuid, holds_node)
     # Read inside the transaction: a failed commit expires the object.
     found: list[tuple[int, str]] = []
     gone: list[Change] = []
@@ -96,9 +103,7 @@ def _delete(db: Database, queue: Line | None,
             found.append((allocation.id, allocation.uuid))
             gone.append(_deleted(allocation, None if node is None
                                  else node.uuid, "request"))
-            if holder is not None:
-                holder.release(allocation.uuid, node is not None)
-            elif node is not None:
+            if holder is None and node is not None:
                 error = refusals.allocation_removal_error(
                     node, allocation.uuid)
                 if error:
