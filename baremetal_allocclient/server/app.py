@@ -136,6 +136,21 @@ _ROUTES: list[tuple[str, str, Handler]] = [
 ]
 
 
+#: What the server answers itself when it fronts a real Ironic (the
+#: broker); every other path is passed through to Ironic.
+_BROKER_OWNS = frozenset({
+    "/v1/nodes/<ident>/allocation", "/v1/openapi.json", capacity.PATH,
+    EXPLAIN_PATH, GROUPS_PATH, endpoints.PATH,
+})
+#: The route of a request passed through, for the metrics.
+PASSTHROUGH = "passthrough"
+
+
+def owned_by_broker(path: str) -> bool:
+    """Whether the broker serves a route template itself."""
+    return path.startswith("/v1/allocations") or path in _BROKER_OWNS
+
+
 _VERSION_RANGE = (
     (versions.MIN_HEADER, str(versions.MIN_VERSION)),
     (versions.MAX_HEADER, str(versions.MAX_VERSION)),
@@ -163,12 +178,15 @@ class Application:
 
     def __init__(self, services: Services) -> None:
         self.services = services
+        self._passthrough = services.passthrough
+        served = [entry for entry in _ROUTES
+                  if self._passthrough is None or owned_by_broker(entry[0])]
         routes = [Route(path, method, f"r{i}")
-                  for i, (path, method, _handler) in enumerate(_ROUTES)]
+                  for i, (path, method, _handler) in enumerate(served)]
         self._router = Router(routes)
         self._handlers: dict[str, Handler] = {
             route.endpoint: handler
-            for route, (_path, _method, handler) in zip(routes, _ROUTES,
+            for route, (_path, _method, handler) in zip(routes, served,
                                                         strict=True)}
         metrics = services.metrics
         self._instruments = None if metrics is None else metrics.instruments
@@ -208,6 +226,9 @@ class Application:
                 request.headers.get(versions.HEADER, "-"),
                 response.status_code, environ.get("REMOTE_USER", "-"),
             )
+        if environ.get(ROUTE_KEY) == PASSTHROUGH:  # Ironic's headers
+            environ[STATUS_KEY] = response.status_code
+            return response(environ, start_response)
         # Every answer's version and request id headers, after its own.
         headers = response.headers
         headers.update(_VERSION_RANGE)
@@ -245,14 +266,25 @@ class Application:
             rounds = self.services.queue
             document["extensions"] = extensions.advertisement(
                 base, self.services,
-                groups=self.services.workers.backend.name == "database",
+                groups=self.services.workers.backend.name
+                in groups.GROUP_BACKENDS,
                 queue_max_wait=rounds.max_wait if rounds is not None
                 else None)
+            if self._passthrough is not None:
+                document["extensions"]["broker"] = \
+                    self._passthrough.advertised()
             return json_response(document), version
         ctx = Context(request, version, base, self.services)
         try:
             storable.check_url(path, request.args.pairs)
-            route, args = self._router.match(request.path, request.method)
+            try:
+                route, args = self._router.match(request.path,
+                                                 request.method)
+            except RouteError as exc:
+                if self._passthrough is None or exc.status != 404:
+                    raise
+                request.environ[ROUTE_KEY] = PASSTHROUGH
+                return self._passthrough(request, version), version
             request.environ[ROUTE_KEY] = route.template
             limits.check_query(route.template, request.method,
                                request.args.pairs)

@@ -21,6 +21,9 @@ from baremetal_allocclient.server.allocation.backends import (
     options as backend_options,
 )
 from baremetal_allocclient.server.allocation.backends.base import Backend
+from baremetal_allocclient.server.allocation.backends.ironic import (
+    IronicBackend,
+)
 from baremetal_allocclient.server.allocation.lease_expiry import LeaseExpiry
 from baremetal_allocclient.server.allocation.line.rounds import QueueRounds
 from baremetal_allocclient.server.allocation.membership import Membership
@@ -32,6 +35,7 @@ from baremetal_allocclient.server.allocation.wait_permits import (
 from baremetal_allocclient.server.allocation.workers import AllocationWorkers
 from baremetal_allocclient.server.api.limits import MAX_BODY
 from baremetal_allocclient.server.app import Application
+from baremetal_allocclient.server.broker.passthrough import Passthrough
 from baremetal_allocclient.server.db.engine import Database, is_unavailable
 from baremetal_allocclient.server.db.models import utcnow
 from baremetal_allocclient.server.domain.recording import Recorder
@@ -68,8 +72,12 @@ class Assembly:
         """Start the background services (the membership already runs);
         nothing here waits for the database, which may be unreachable
         while the front end already answers."""
+        # In front of a real Ironic, Ironic drives the nodes: the fake
+        # hardware has no transition of its own to finish.
+        hardware = None if isinstance(self.backend, IronicBackend) \
+            else self.hardware
         threading.Thread(
-            target=_resume, args=(self.workers, self.hardware, self.started),
+            target=_resume, args=(self.workers, hardware, self.started),
             name="resume", daemon=True,
         ).start()
         self.takeover.start()
@@ -118,11 +126,16 @@ def build(db: Database, args: argparse.Namespace) -> Assembly:
         allocation_delay=args.allocation_delay, backend=backend,
         recorder=recorder,
     )
-    # Waiting in line needs the database's reservation (the Placement
-    # backend does not offer it; see doc/source/explanation/lifecycle.rst).
+    # Waiting in line needs the database's reservation, which the broker
+    # makes too after Ironic's claim (the Placement backend does not
+    # offer it; see doc/source/explanation/lifecycle.rst).
     rounds = (QueueRounds(db, workers, args.queue_interval,
                           args.max_queue_wait)
-              if backend.name == "database" else None)
+              if backend.name in ("database", "ironic") else None)
+    if rounds is not None and isinstance(backend, IronicBackend):
+        # A node Ironic freed is offered to the line at once.
+        wake = rounds.wake
+        backend.sync.on_released = lambda _released: wake()
     takeover = Takeover(
         db, workers, args.heartbeat_timeout, args.takeover_interval,
         wake_queue=rounds.wake if rounds is not None else None,
@@ -140,12 +153,22 @@ def build(db: Database, args: argparse.Namespace) -> Assembly:
         lease_undeploy=args.expire_leases_undeploy,
         queue=rounds,
         metrics=metrics,
+        passthrough=_passthrough(backend),
     )))
     # Public, as in Ironic: answered before authentication.
     app = endpoints.healthcheck(app, health.checker(db, workers),
                                 args.healthcheck_disable_file)
     return Assembly(db, setup, backend, membership, workers, rounds,
                     takeover, hardware, expiry, app, started, recorder)
+
+
+def _passthrough(backend: Backend) -> Passthrough | None:
+    """In front of a real Ironic, the routes the server does not own go
+    there."""
+    if not isinstance(backend, IronicBackend) or backend.client.endpoint \
+            is None:
+        return None
+    return Passthrough(backend.client.endpoint, backend.sync)
 
 
 def front_end(assembly: Assembly, args: argparse.Namespace) -> FrontEnd:
@@ -163,14 +186,16 @@ def front_end(assembly: Assembly, args: argparse.Namespace) -> FrontEnd:
     )
 
 
-def _resume(workers: AllocationWorkers, hardware: FakeHardware,
+def _resume(workers: AllocationWorkers, hardware: FakeHardware | None,
             started: datetime.datetime) -> None:
     """Finish the node transitions a restart interrupted and queue this
     conductor's leftover allocations, in the background: both wait for
     the database while it is unreachable, and the second for free worker
     slots when there are more leftovers than slots."""
-    for step in (hardware.resume,
-                 lambda: workers.resume(created_before=started)):
+    steps: list[Callable[[], object]] = (
+        [] if hardware is None else [hardware.resume])
+    steps.append(lambda: workers.resume(created_before=started))
+    for step in steps:
         _until_done(step)
 
 

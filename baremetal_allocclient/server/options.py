@@ -39,6 +39,13 @@ _BACKEND_CHOICES = [
     ("database", "select and claim nodes in SQL"),
     ("placement", "claim through an OpenStack Placement service kept in "
                   "step with the nodes (see [placement])"),
+    ("ironic", "front a real Ironic: select over a mirror of its nodes, "
+               "claim each node with an Ironic allocation, pass every "
+               "other route through (see [ironic])"),
+]
+_IRONIC_AUTH_CHOICES = [
+    ("noauth", "Ironic's noauth strategy"),
+    ("http_basic", "HTTP Basic with username and password"),
 ]
 DEFAULT_PLACEMENT_PROJECT = "baremetal-alloc"
 DEFAULT_PLACEMENT_USER = "baremetal-alloc-server"
@@ -298,10 +305,46 @@ def _placement_group() -> list[Option]:
     ]
 
 
+def _ironic_group() -> list[Option]:
+    return [
+        _option("ironic", cfg.StrOpt(
+            "url", help="The Ironic API this server fronts (--backend "
+                        "ironic), e.g. http://127.0.0.1:6385."),
+            metavar="URL"),
+        _option("ironic", cfg.StrOpt(
+            "auth_type", default="noauth", choices=_IRONIC_AUTH_CHOICES,
+            help="How the server authenticates to Ironic for the mirror "
+                 "and its claims; ignored with cloud. Requests passed "
+                 "through carry the caller's own credentials.")),
+        _option("ironic", cfg.StrOpt(
+            "username", help="(http_basic) The user the server claims "
+                             "nodes as."), metavar="USER"),
+        _option("ironic", cfg.StrOpt(
+            "password", secret=True,
+            help="(http_basic) Its password. Not accepted on the command "
+                 "line: set it here or in OS_IRONIC__PASSWORD."),
+            refused_on_cli=True, metavar="PASSWORD"),
+        _option("ironic", cfg.StrOpt(
+            "cloud", help="A clouds.yaml cloud whose keystoneauth "
+                          "credentials the server uses for Ironic (real "
+                          "Keystone authentication)."), metavar="CLOUD"),
+        _option("ironic", cfg.Opt(
+            "sync_interval", type=Seconds(), default=10.0,
+            help="Seconds between full reads of Ironic's nodes: how stale "
+                 "the mirror may be for changes made directly in Ironic "
+                 "(changes made through this server are read back at "
+                 "once).")),
+        _option("ironic", cfg.Opt(
+            "wait", type=Seconds(), default=30.0,
+            help="How long an allocation waits for an unreachable Ironic "
+                 "(or for Ironic to settle a claim) before failing.")),
+    ]
+
+
 #: Every option, in the order of ``--help`` and the sample config.
 OPTIONS: tuple[Option, ...] = (
     *_default_group(), *_api_group(), *_database_group(),
-    *_conductor_group(), *_placement_group(),
+    *_conductor_group(), *_placement_group(), *_ironic_group(),
 )
 
 

@@ -22,6 +22,7 @@ from baremetal_allocclient.server.allocation.wait_permits import (
 )
 from baremetal_allocclient.server.allocation.workers import AllocationWorkers
 from baremetal_allocclient.server.api import prefer
+from baremetal_allocclient.server.broker.passthrough import Passthrough
 from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.domain.recording import (
     NOT_RECORDED,
@@ -68,6 +69,9 @@ class Services:
     #: This process's metrics and the fleet's (``GET /metrics``); None:
     #: not recorded (the application alone, in tests).
     metrics: Metrics | None = None
+    #: Routes the server does not own, sent on to the real Ironic it
+    #: fronts (``--backend ironic``); None: the server owns every route.
+    passthrough: Passthrough | None = None
 
     @property
     def recorder(self) -> Recorder:

@@ -33,6 +33,7 @@ from baremetal_allocclient.server.allocation import (
     selection,
 )
 from baremetal_allocclient.server.allocation.line import queries
+from baremetal_allocclient.server.allocation.release.refusals import Holder
 from baremetal_allocclient.server.allocation.selection import (
     AnyFilter,
     Request,
@@ -74,22 +75,35 @@ def reserve_group(
     *,
     check: Callable[[Session], None] = lambda _session: None,
     rng: random.Random = _JITTER,
+    holder: Holder | None = None,
 ) -> Outcome:
     """Commit the ``count`` members ``build`` makes (new rows,
     ``active``; built again for each attempt) each on its own node, or
     nothing.  ``check`` runs first inside each transaction
     (uniqueness checks raise there); ``visible`` restricts the nodes
-    counted when explaining a shortfall to the caller."""
+    counted when explaining a shortfall to the caller.  With a
+    ``holder`` (Ironic behind the broker), every member's node is also
+    claimed there, with the nodes locked, before the commit; a claim
+    refused is a node taken, and claims whose transaction did not commit
+    are removed."""
     filters = selection.active_filters(request)
     for attempt in range(ROUNDS):
+        claimed: list[str] = []
         try:
             with db.write() as session:
                 check(session)
                 members = build()
-                return Outcome(_reserve(session, members, request, filters,
-                                        rng))
+                reserved = _reserve(session, members, request, filters, rng)
+                if holder is not None:
+                    _claim_all(holder, reserved, request)
+                    claimed = [member.uuid for member, _node in reserved]
+            return Outcome(reserved)
         except _Short as short:
             promised = short.promised
+        except BaseException:
+            if claimed and holder is not None:
+                holder.unclaim_all(claimed)
+            raise
         with db.read() as session:
             reason = shortfall(session, request, count, visible,
                                promised)
@@ -99,6 +113,16 @@ def reserve_group(
     return Outcome(reason=(
         f"the matching nodes were taken by concurrent requests "
         f"({ROUNDS} attempts)"))
+
+
+def _claim_all(holder: Holder, reserved: Sequence[tuple[Allocation, str]],
+               request: Request) -> None:
+    """The holder's claims of every member's node (_Short: one refused,
+    none left)."""
+    if not holder.claim_all([(m.uuid, node) for m, node in reserved],
+                            request.resource_class, request.traits,
+                            request.owner):
+        raise _Short()
 
 
 def _reserve(session: Session, members: Sequence[Allocation],

@@ -59,6 +59,13 @@ class ContractMixin(_Base):
             200, "GET", f"/v1/allocations/{uuid}",
             headers={"X-Baremetal-Alloc-Extensions": "groups, leases"}))
 
+    @property
+    def serves_allocations(self) -> bool:
+        """Whether this project's server answers the allocation API:
+        itself, or as the broker in front of a real Ironic (whose other
+        routes are Ironic's own)."""
+        return self.target.name in ("reference", "broker")
+
     def enroll(self, count: int = 1, *, traits: Sequence[str] = (),
                owner: str | None = None, lessee: str | None = None,
                resource_class: str | None = None

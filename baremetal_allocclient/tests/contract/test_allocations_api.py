@@ -67,7 +67,7 @@ class AllocationApi(base.ContractMixin):
             headers={"Prefer": "wait=10"})
         self.assertEqual(201, response.status_code, response.text)
         created = response.json()
-        if self.is_reference:
+        if self.serves_allocations:
             self.assertEqual("wait=10",
                              response.headers["Preference-Applied"])
             self.assertEqual("active", created["state"])

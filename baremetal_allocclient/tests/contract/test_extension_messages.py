@@ -19,7 +19,7 @@ class ExtensionMessages(base.ContractMixin):
     def test_capacity(self) -> None:
         rc, _nodes = self.enroll(1)
         result = self.alloc("capacity", "--resource-class", rc, "-f", "json")
-        if self.is_reference:
+        if self.serves_allocations:
             self.assertEqual(0, result.returncode, repr(result))
             self.assertEqual(1, result.json()[0]["free"])
             return

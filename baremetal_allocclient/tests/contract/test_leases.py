@@ -65,7 +65,7 @@ class Leases(base.ContractMixin):
         # lease is its field); on real Ironic the keys are in extra.
         extra = self.target.allocation(made.uuid)["extra"]
         self.assertEqual("ci-1", extra["job"])
-        self.assertEqual(self.is_reference,
+        self.assertEqual(self.serves_allocations,
                          leases.EXPIRES_KEY not in extra)
         found = self.marks_of(made.uuid)
         self.assertEqual("1h", found[leases.DURATION_KEY])

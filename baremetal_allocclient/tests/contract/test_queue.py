@@ -59,8 +59,8 @@ class WaitingInLine(base.ContractMixin):
         return [str(a.uuid) for a in
                 self.client.list_allocations(resource_class=self.rc)]
 
-    def test_server_advertises_a_line_only_on_the_reference(self) -> None:
-        self.assertEqual(self.is_reference, self.client.supports_queue())
+    def test_server_advertises_a_line_only_on_this_server(self) -> None:
+        self.assertEqual(self.serves_allocations, self.client.supports_queue())
 
     def test_allocate_waits_for_the_released_node(self) -> None:
         self._release_later()
@@ -72,7 +72,7 @@ class WaitingInLine(base.ContractMixin):
                          (got.state, got.node_uuid))
         unfair = any(queueing.UNFAIR in line for line in logs.output)
         # Against Ironic the client says that the order is not fair.
-        self.assertEqual(not self.is_reference, unfair)
+        self.assertEqual(not self.serves_allocations, unfair)
         self.assertEqual([str(got.uuid)], self._left())
 
     def test_the_lease_starts_when_the_node_is_given(self) -> None:
@@ -124,7 +124,7 @@ class WaitingInLine(base.ContractMixin):
             created: dict[str, Any] = json.loads(out)
             self.assertEqual(("active", self.node["uuid"]),
                              (created["state"], created["node_uuid"]))
-            self.assertEqual(not self.is_reference,
+            self.assertEqual(not self.serves_allocations,
                              queueing.UNFAIR in err)
             self.client.delete_allocation(created["uuid"])
 

@@ -101,7 +101,8 @@ class TestPerTarget(testtools.TestCase):
     def test_classes_and_set_up(self) -> None:
         fake = {"Reference": mock.sentinel.ref, "Ironic": mock.sentinel.iro}
         factories = {k: (lambda v=v: v) for k, v in fake.items()}
-        with mock.patch.dict(targets.TARGET_FACTORIES, factories):
+        with mock.patch.dict(targets.TARGET_FACTORIES, factories,
+                             clear=True):
             classes = targets.per_target(_Probe)
             self.assertEqual({"Test_ProbeReference", "Test_ProbeIronic"},
                              set(classes))

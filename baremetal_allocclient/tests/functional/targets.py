@@ -29,7 +29,7 @@ import requests
 import testtools
 
 from baremetal_allocclient.server.ironic import interfaces
-from baremetal_allocclient.tests.fixtures import preforked
+from baremetal_allocclient.tests.fixtures import databases, preforked
 from baremetal_allocclient.tests.fixtures.api import NodeMaking
 from baremetal_allocclient.tests.fixtures.inprocess import InProcessServer
 from baremetal_allocclient.tests.fixtures.launcher import ServerProcess
@@ -47,6 +47,9 @@ from baremetal_allocclient.tests.fixtures.processes import clean_env
 #: What the Ironic virtualenv holds; ironic is pinned to the measured release.
 IRONIC_REQUIREMENTS: tuple[str, ...] = (
     "ironic==39.0.0",
+    # The broker's Ironic runs on MariaDB (SQLite leaves allocations
+    # failed or stuck under concurrent claims).
+    "PyMySQL",
     "python-ironicclient",
     "python-openstackclient",
 )
@@ -134,7 +137,11 @@ class Target(NodeMaking):
         return self._server.db_url
 
     def log_tail(self, size: int = 8000) -> str:
-        """The end of the started server's log ("" for none)."""
+        """The end of the started server's log ("" for none); the
+        broker's and its Ironic's."""
+        if self._server is not None and self._peer is not None:
+            return (self._server.log()[-size // 2:] + "\n-- Ironic --\n"
+                    + self._peer.log_tail(size // 2))
         if self._server is not None:
             return self._server.log()[-size:]
         if self._peer is None:
@@ -311,8 +318,10 @@ def ensure_ironic_venv() -> str:
                        IRONIC_REQUIREMENTS, "Ironic")
 
 
-def ironic_config(workdir: str, port: int) -> str:
-    """ironic.conf text for an all-in-one, fake-hardware, noauth Ironic."""
+def ironic_config(workdir: str, port: int,
+                  connection: str | None = None) -> str:
+    """ironic.conf text for an all-in-one, fake-hardware, noauth Ironic
+    (on its own SQLite file unless ``connection`` names a database)."""
     lines = [
         "[DEFAULT]",
         "auth_strategy = noauth",
@@ -335,7 +344,8 @@ def ironic_config(workdir: str, port: int) -> str:
         # two-core machine Ironic's own API and conductor otherwise answer
         # 500 "database is locked" to each other's writes.
         "[database]",
-        f"connection = sqlite:///{workdir}/ironic.sqlite?timeout=30",
+        "connection = " + (connection or
+                           f"sqlite:///{workdir}/ironic.sqlite?timeout=30"),
         "[oslo_concurrency]", f"lock_path = {workdir}/locks",
     ]
     return "\n".join(lines) + "\n"
@@ -347,8 +357,10 @@ class Ironic(Peer):
 
     name = "ironic"
 
-    def __init__(self) -> None:
+    def __init__(self, database: databases.ScratchDatabase | None = None
+                 ) -> None:
         self.bin_dir = ensure_ironic_venv()
+        self.database = database
         super().__init__()
         self.conf = os.path.join(self.workdir, "ironic.conf")
         try:
@@ -364,7 +376,9 @@ class Ironic(Peer):
 
     def command(self, port: int) -> list[str]:
         with open(self.conf, "w") as handle:
-            handle.write(ironic_config(self.workdir, port))
+            handle.write(ironic_config(
+                self.workdir, port,
+                None if self.database is None else self.database.url))
         return [os.path.join(self.bin_dir, "ironic"), "--config-file",
                 self.conf]
 
@@ -399,8 +413,50 @@ def _start_reference() -> Target:
                   server=server)
 
 
+class _IronicOnItsDatabase(Ironic):
+    """An Ironic on a scratch MariaDB database of its own (dropped when
+    it is closed)."""
+
+    def close(self) -> None:
+        super().close()
+        if self.database is not None:
+            self.database.drop()
+
+
+def start_broker(*extra: str) -> Target:
+    """A reference server in front of a new real Ironic (``--backend
+    ironic``, serve's ``extra`` options added); both stopped by
+    ``Target.stop``.  That Ironic runs on MariaDB when the tests have one
+    (``BAREMETAL_ALLOC_TEST_MYSQL_URL``), as a production Ironic does:
+    on SQLite, Ironic itself fails or strands allocations under
+    concurrent claims."""
+    database = (databases.ScratchDatabase("mysql")
+                if os.environ.get(databases.MYSQL_ENV) else None)
+    try:
+        ironic = started(_IronicOnItsDatabase(database))
+    except BaseException:
+        if database is not None:
+            database.drop()
+        raise
+    server = InProcessServer()
+    try:
+        server.start("--backend", "ironic", "--ironic-url", ironic.endpoint,
+                     *extra)
+    except BaseException:
+        server.cleanup()
+        ironic.close()
+        raise
+    bin_dir = ironic.bin_dir
+    return Target("broker", server.endpoint, lambda: bin_dir, peer=ironic,
+                  server=server)
+
+
 _REFERENCE = Lazy(_start_reference, Target.stop)
 _IRONIC = Lazy(start_ironic, Target.stop)
+#: The shared broker target's mirror rounds (seconds).
+BROKER_SYNC_INTERVAL = 2.0
+_BROKER = Lazy(lambda: start_broker(
+    "--ironic-sync-interval", str(BROKER_SYNC_INTERVAL)), Target.stop)
 
 
 def reference_target() -> Target:
@@ -418,20 +474,43 @@ def ironic_target() -> Target:
     return _IRONIC.get()
 
 
+def broker_target() -> Target:
+    """The reference server in front of its own real Ironic (the broker)
+    for this test process, started on first use; skipped as the Ironic
+    target is."""
+    if os.environ.get(IRONIC_SWITCH_ENV, "1").strip() == "0":
+        raise unittest.SkipTest(f"{IRONIC_SWITCH_ENV}=0: real Ironic skipped")
+    return _BROKER.get()
+
+
 TARGET_FACTORIES: dict[str, Callable[[], Target]] = {
     "Reference": reference_target,
     "Ironic": ironic_target,
+    "Broker": broker_target,
 }
 
 
-def per_target(mixin: type) -> dict[str, type]:
+#: The contract suite's package: its tests run on the broker too.
+_CONTRACT = "baremetal_allocclient.tests.contract."
+
+
+def per_target(mixin: type, broker: bool | None = None) -> dict[str, type]:
     """One testtools test case class per target, sharing ``mixin``'s tests.
 
     Usage at module level: ``globals().update(per_target(SomeTests))``.
-    Each class's ``setUpClass`` sets ``cls.target``.
+    Each class's ``setUpClass`` sets ``cls.target``.  The broker target
+    (``Broker``) is one of them for the contract suite's tests, unless
+    ``broker`` is False: the modules whose routes the broker only passes
+    through to Ironic (ports, VIFs, interfaces: the Ironic target already
+    checks those answers) say so, and the functional suite's modules
+    (``broker`` None) run on the other two.
     """
+    if broker is None:
+        broker = mixin.__module__.startswith(_CONTRACT)
     classes: dict[str, type] = {}
     for suffix, factory in TARGET_FACTORIES.items():
+        if suffix == "Broker" and not broker:
+            continue
         name = f"Test{mixin.__name__}{suffix}"
         cls = type(name, (mixin, testtools.TestCase), {
             "__module__": mixin.__module__,

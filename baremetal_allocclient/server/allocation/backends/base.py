@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from sqlalchemy import ColumnElement
 
+from baremetal_allocclient.server.allocation.release.refusals import Holder
 from baremetal_allocclient.server.allocation.selection import (
     AnyFilter,
     Request,
@@ -56,6 +57,10 @@ class Backend(Protocol):
     #: on a worker thread, never on a request thread (see
     #: ``AllocationWorkers.settle``).
     blocking: bool
+    @property
+    def holder(self) -> Holder | None:
+        """The service that holds the nodes and decides releases; None:
+        the server's database does."""
 
     def start(self) -> None:
         """Begin background work (sync); called once by ``serve``."""

@@ -12,10 +12,10 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement
+from sqlalchemy import ColumnElement, select
 
 from baremetal_allocclient.server.allocation import (
     matching,
@@ -28,7 +28,7 @@ from baremetal_allocclient.server.allocation.placement import model, snapshot
 from baremetal_allocclient.server.allocation.states import ACTIVE, ERROR
 from baremetal_allocclient.server.db.driver_statements import AnyConnection
 from baremetal_allocclient.server.db.engine import Database
-from baremetal_allocclient.server.db.models import utcnow
+from baremetal_allocclient.server.db.models import Node, utcnow
 
 LOG = logging.getLogger(__name__)
 
@@ -105,6 +105,7 @@ class DatabaseBackend:
 
     name = "database"
     blocking = False  # a bounded number of statements, no pauses
+    holder = None  # releases follow the server's own rules
 
     def __init__(self, db: Database, rng: random.Random | None = None) -> None:
         self._db = db
@@ -129,22 +130,12 @@ class DatabaseBackend:
         # A waiting allocation is tried again on the next queue round.
         rounds = 1 if job.queue_deadline is not None else SEARCH_ROUNDS
         for round_ in range(rounds):
-            # Each statement of the window is its own transaction: the
-            # reservation checks the node again.
-            with self._db.statement_connection() as conn:
-                top = self._highest_node_id(conn)
-                with self._rng_lock:
-                    pivot = self._rng.randint(1, max(top, 1))
-                found = matching.candidate_window(
-                    conn, job.request, filters, pivot
-                )
+            found = self.window(job)
             if not found:
                 if job.queue_deadline is not None:
                     return no_node(self._db, job, "")
                 return fail(self._db, job, explain(self._db, job, tried))
-            order = selection.candidate_order(
-                found, job.request.preferred_name, self._draw)
-            for candidate in order:
+            for candidate in self.order(job, found):
                 now = utcnow()
                 outcome = reservation.reserve(
                     self._db, job.allocation_id, job.allocation_uuid,
@@ -162,6 +153,35 @@ class DatabaseBackend:
             return no_node(self._db, job, "")
         # Say why as of now: usually concurrent requests took every match.
         return fail(self._db, job, explain(self._db, job, tried))
+
+    def window(self, job: Job) -> list[selection.CandidateRow]:
+        """A window of the nodes passing every filter, at a random
+        position (empty only when none does).  Its statements are their
+        own transaction: the reservation checks each node again."""
+        with self._db.statement_connection() as conn:
+            top = self._highest_node_id(conn)
+            with self._rng_lock:
+                pivot = self._rng.randint(1, max(top, 1))
+            return matching.candidate_window(
+                conn, job.request, list(job.filters), pivot)
+
+    def order(self, job: Job, found: Sequence[selection.CandidateRow]
+              ) -> Iterator[selection.Candidate]:
+        """The order to try a window's nodes in."""
+        return selection.candidate_order(
+            found, job.request.preferred_name, self._draw)
+
+    def named(self, job: Job, node_uuid: str
+              ) -> list[selection.Candidate]:
+        """The node ``node_uuid`` if it passes every filter."""
+        with self._db.read() as session:
+            rows = session.connection().execute(
+                select(Node.id, Node.name, Node.uuid).where(
+                    Node.uuid == node_uuid,
+                    *matching.predicates(job.filters)),
+                matching.filter_params(job.request))
+            return [selection.Candidate(int(i), n, str(u))
+                    for i, n, u in rows]
 
     def _draw(self, below: int) -> int:
         """A random index below ``below`` (the generator is shared)."""

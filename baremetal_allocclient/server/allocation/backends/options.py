@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+from typing import Any
 
 from baremetal_allocclient.server.allocation.backends.base import Backend
 from baremetal_allocclient.server.db.engine import Database
@@ -22,7 +23,10 @@ def build(db: Database, args: argparse.Namespace) -> Backend:
         DatabaseBackend,
     )
 
-    if getattr(args, "backend", "database") != "placement":
+    backend = getattr(args, "backend", "database")
+    if backend == "ironic":
+        return _ironic(db, args)
+    if backend != "placement":
         return DatabaseBackend(db)
     from baremetal_allocclient.server.allocation.backends.placement import (
         PlacementBackend,
@@ -37,18 +41,7 @@ def build(db: Database, args: argparse.Namespace) -> Backend:
             "--backend placement needs --placement-url or --placement-cloud"
         )
     if args.placement_cloud:
-        try:
-            import openstack.config
-
-            cloud = openstack.config.OpenStackConfig().get_one(
-                cloud=args.placement_cloud
-            )
-            session = cloud.get_session()
-        except Exception as exc:
-            raise BackendConfigError(
-                f"cannot use cloud {args.placement_cloud!r} for Placement: "
-                f"{exc}"
-            ) from exc
+        session = _cloud_session(args.placement_cloud, "Placement")
     else:
         session = pc.noauth_session(
             args.placement_token or pc.NOAUTH_ADMIN_TOKEN
@@ -70,3 +63,54 @@ def build(db: Database, args: argparse.Namespace) -> Backend:
         db, client, sync, args.placement_project, args.placement_user,
         wait=args.placement_wait,
     )
+
+
+def _ironic(db: Database, args: argparse.Namespace) -> Backend:
+    """The broker in front of a real Ironic, checked (reachable, API
+    version) before ``serve`` starts."""
+    from baremetal_allocclient.server.allocation.backends.ironic import (
+        IronicBackend,
+    )
+    from baremetal_allocclient.server.broker import ironic_client as ic
+    from baremetal_allocclient.server.broker.sync import IronicSync
+
+    if not args.ironic_url and not args.ironic_cloud:
+        raise BackendConfigError(
+            "--backend ironic needs --ironic-url or --ironic-cloud")
+    if args.expire_leases_undeploy:
+        raise BackendConfigError(
+            "--expire-leases-undeploy is not offered with --backend ironic: "
+            "Ironic deploys the nodes (expiry releases the allocation)")
+    if args.ironic_cloud:
+        session = _cloud_session(args.ironic_cloud, "Ironic")
+    else:
+        if args.ironic_auth_type == "http_basic" and not (
+                args.ironic_username and args.ironic_password):
+            raise BackendConfigError(
+                "[ironic] auth_type http_basic needs username and password")
+        session = ic.session_for(args.ironic_auth_type, args.ironic_url,
+                                 args.ironic_username, args.ironic_password)
+    client = ic.IronicClient(session, args.ironic_url)
+    try:
+        maximum = client.check_version()
+    except (ic.IronicError, ic.IronicUnavailable) as exc:
+        raise BackendConfigError(f"cannot use Ironic: {exc}") from exc
+    LOG.info("Fronting Ironic at %s (API up to %d.%d; claims at %s)",
+             client.endpoint or "(catalog)", maximum[0], maximum[1],
+             ic.microversion_text())
+    sync = IronicSync(db, client, interval=args.ironic_sync_interval)
+    return IronicBackend(db, client, sync, args.conductor_name,
+                         wait=args.ironic_wait)
+
+
+def _cloud_session(cloud_name: str, service: str) -> Any:
+    """A keystoneauth session from a clouds.yaml cloud."""
+    try:
+        import openstack.config
+
+        cloud = openstack.config.OpenStackConfig().get_one(cloud=cloud_name)
+        return cloud.get_session()
+    except Exception as exc:
+        raise BackendConfigError(
+            f"cannot use cloud {cloud_name!r} for {service}: {exc}"
+        ) from exc

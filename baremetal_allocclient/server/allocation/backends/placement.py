@@ -69,6 +69,7 @@ class PlacementBackend:
 
     name = "placement"
     blocking = True  # HTTP to Placement, and waits while it is down
+    holder = None  # releases follow the server's own rules
 
     def __init__(
         self,

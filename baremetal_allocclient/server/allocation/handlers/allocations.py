@@ -251,7 +251,8 @@ def _backfill(ctx: Context, body: dict[str, Any],
             owner=body.get("owner"),
             node=str(body["node"]),
             marks=columns,
-        ), principal(ctx), services.recorder)
+        ), principal(ctx), services.recorder,
+        services.workers.backend.holder)
     return _created(ctx, allocation.uuid, marks_view.record_with_fields(
         views.allocation_view(allocation, node_uuid, ctx.base_url,
                               ctx.minor, None),
@@ -296,7 +297,7 @@ def delete_allocation(ctx: Context, ident: str) -> Response:
     _gate(ctx, 405)
     services = allocation_services(ctx)
     releasing.delete(services.db, services.queue, ident, principal(ctx),
-                     services.recorder)
+                     services.recorder, services.workers.backend.holder)
     return empty_response(204)
 
 
@@ -318,5 +319,6 @@ def delete_node_allocation(ctx: Context, ident: str) -> Response:
     services = allocation_services(ctx)
     releasing.delete_node_allocation(services.db, services.queue,
                                      node_scope(ctx), ident,
-                                     services.recorder)
+                                     services.recorder,
+                                     services.workers.backend.holder)
     return empty_response(204)

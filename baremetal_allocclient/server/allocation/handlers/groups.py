@@ -58,9 +58,14 @@ PLACEMENT_REFUSAL = (
     "one (the SDK and CLI do this, and roll back on failure).")
 
 
+#: The backends that reserve a whole group at once.
+GROUP_BACKENDS = frozenset({"database", "ironic"})
+
+
 def supported(ctx: Context) -> bool:
-    """Whether this server can reserve a group in one transaction."""
-    return allocation_services(ctx).workers.backend.name == "database"
+    """Whether this server can reserve a group in one transaction (with
+    the claims in Ironic, behind the broker)."""
+    return allocation_services(ctx).workers.backend.name in GROUP_BACKENDS
 
 
 def _body(ctx: Context, lease: bool) -> dict[str, Any]:
@@ -119,7 +124,8 @@ def create_group(ctx: Context) -> Response:
             candidate_nodes=list(body.get("candidate_nodes") or []),
             extra=body.get("extra") or {}, owner=body.get("owner"),
             constraints=wanted, marks=columns,
-        ), principal(ctx), services.recorder)
+        ), principal(ctx), services.recorder,
+        services.workers.backend.holder)
     render = views.AllocationRenderer(ctx.base_url, ctx.minor)
     return json_text_response(json_text.members([
         ("name", json_text.value(group)), ("count", json_text.value(count)),

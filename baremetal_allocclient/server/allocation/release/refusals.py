@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from baremetal_allocclient.server import node_states as ns
 
@@ -15,6 +17,37 @@ class NodeView:
     provision_state: str
     target_provision_state: str | None
     maintenance: bool
+
+
+class Holder(Protocol):
+    """A service that holds the nodes and decides reservations made
+    outside the server's own selection (Ironic, behind the broker):
+    asked before the server commits its own change."""
+
+    def release(self, allocation_uuid: str, holds_node: bool) -> None:
+        """Free the allocation's node there, or raise the domain error
+        saying why not (``Conflict``, or ``Busy`` while it is
+        unreachable); asked instead of :func:`allocation_removal_error`."""
+
+    def refresh_node(self, ident: str) -> None:
+        """Read the node's facts again from the holder (before checking
+        a backfill against them)."""
+
+    def backfill(self, allocation_uuid: str, node_uuid: str,
+                 resource_class: str | None, traits: list[str],
+                 owner: str | None) -> None:
+        """Record an allocation of a deployed node there, or raise the
+        domain error saying why not."""
+
+    def claim_all(self, claims: Sequence[tuple[str, str]],
+                  resource_class: str, traits: Sequence[str],
+                  owner: str | None) -> bool:
+        """Claim each (allocation UUID, node UUID) there, all or none:
+        False, with none left, when one is refused."""
+
+    def unclaim_all(self, allocation_uuids: Sequence[str]) -> None:
+        """Remove claims :meth:`claim_all` made (the server did not
+        commit them)."""
 
 
 def allocation_removal_error(

@@ -22,6 +22,7 @@ from baremetal_allocclient.server import node_states as ns
 from baremetal_allocclient.server.allocation import lookup, reservation
 from baremetal_allocclient.server.allocation.backends.base import Job
 from baremetal_allocclient.server.allocation.line import queries
+from baremetal_allocclient.server.allocation.release.refusals import Holder
 from baremetal_allocclient.server.allocation.service import committing
 from baremetal_allocclient.server.allocation.states import (
     ACTIVE,
@@ -376,7 +377,7 @@ class Backfill:
 
 
 def backfill(db: Database, affinity: str, new: Backfill, who: Principal,
-             recorder: Recorder = NOT_RECORDED
+             recorder: Recorder = NOT_RECORDED, holder: Holder | None = None
              ) -> tuple[AllocationRow, str]:
     """Create an ``active`` allocation for the already deployed node
     ``new.node`` names (as ``who`` may see it); the allocation and its
@@ -386,9 +387,13 @@ def backfill(db: Database, affinity: str, new: Backfill, who: Principal,
     and nothing is stored.  The node is locked first (the one lock
     order) and given to the new allocation with the same compare-and-set
     as a worker's reservation, so two backfills of one node never both
-    succeed.
+    succeed.  With a ``holder`` (Ironic behind the broker) the node's
+    facts are read from it first, and it records the allocation too,
+    before the server commits.
     """
     owner = policy.create_owner(who, new.owner)
+    if holder is not None:
+        holder.refresh_node(new.node)
     with db.write() as session:
         named = lookup.node_as_filter_argument(session, new.node, who)
         node = lookups.node_by_ident(session, named.uuid, by_uuid=True)
@@ -422,6 +427,8 @@ def backfill(db: Database, affinity: str, new: Backfill, who: Principal,
                 f"{node.instance_uuid}."
             )
         node_uuid = node.uuid
+        if holder is not None:
+            holder.backfill(uuid, node_uuid, rc, new.traits, owner)
     recorder.changed(Change(allocation.uuid, owner, None, ACTIVE, node_uuid,
                             "request"))
     return allocation, node_uuid

@@ -16,6 +16,7 @@ from baremetal_allocclient.constraints import Constraints
 from baremetal_allocclient.server.allocation import (
     group_reservation as group_db,
 )
+from baremetal_allocclient.server.allocation.release.refusals import Holder
 from baremetal_allocclient.server.allocation.selection import Request
 from baremetal_allocclient.server.allocation.service import creating
 from baremetal_allocclient.server.allocation.states import ACTIVE
@@ -67,7 +68,7 @@ def _check_unique(uuids: Sequence[str], names: Sequence[str | None]
 
 
 def reserve(db: Database, affinity: str, group: Group, who: Principal,
-            recorder: Recorder = NOT_RECORDED
+            recorder: Recorder = NOT_RECORDED, holder: Holder | None = None
             ) -> list[tuple[Allocation, str]]:
     """Every member ``active`` on its own node, with the node's UUID
     (their owner as ``who`` may set it); :class:`Conflict` saying why
@@ -95,7 +96,7 @@ def reserve(db: Database, affinity: str, group: Group, who: Principal,
     try:
         outcome = group_db.reserve_group(
             db, count, build, request, node_lookup.node_filter(who),
-            check=_check_unique(group.uuids, group.names))
+            check=_check_unique(group.uuids, group.names), holder=holder)
     except IntegrityError:
         raise Conflict("An allocation of the group has a name or UUID "
                        "already in use.") from None

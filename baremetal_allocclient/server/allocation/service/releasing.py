@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from baremetal_allocclient.server.allocation import lookup
 from baremetal_allocclient.server.allocation.release import freeing, refusals
+from baremetal_allocclient.server.allocation.release.refusals import Holder
 from baremetal_allocclient.server.allocation.service import committing
 from baremetal_allocclient.server.db.commit_hooks import on_commit
 from baremetal_allocclient.server.db.engine import (
@@ -46,24 +47,26 @@ class Line(Protocol):
 
 
 def delete(db: Database, queue: Line | None, ident: str,
-           who: Principal, recorder: Recorder = NOT_RECORDED) -> None:
+           who: Principal, recorder: Recorder = NOT_RECORDED,
+           holder: Holder | None = None) -> None:
     """Delete the allocation ``ident`` names (as ``who`` may see it),
     releasing its node (:class:`Conflict` when the node's state keeps
     it); then allocations waiting in line here try at once (other
     processes see the node on their next round)."""
     gone = _delete(db, queue, lambda session: lookup.allocation_to_release(
-        session, ident, who))
+        session, ident, who), holder)
     recorder.released("api")
     recorder.changed(gone)
 
 
 def delete_node_allocation(db: Database, queue: Line | None,
                            scope: policy.NodeScope, node_ident: str,
-                           recorder: Recorder = NOT_RECORDED) -> None:
+                           recorder: Recorder = NOT_RECORDED,
+                           holder: Holder | None = None) -> None:
     """Delete the allocation holding the node ``node_ident`` names, as
     :func:`delete` does."""
     gone = _delete(db, queue, lambda session: node_allocation_to_release(
-        session, scope, node_ident))
+        session, scope, node_ident), holder)
     recorder.released("node_api")
     recorder.changed(gone)
 
@@ -78,8 +81,19 @@ def node_allocation_to_release(session: Session, scope: policy.NodeScope,
 
 
 def _delete(db: Database, queue: Line | None,
-            find: Callable[[Session], freeing.ToRelease]) -> Change:
-    """The deletion ``find`` locks, committed; what changed."""
+            find: Callable[[Session], freeing.ToRelease],
+            holder: Holder | None) -> Change:
+    """The deletion ``find`` locks, committed; what changed.  The
+    release rules are the server's own, or the ``holder``'s: asked
+    first, outside the transaction (no write lock is held while it
+    answers); once it has freed the node there, the server's rows only
+    follow, and a node it freed but the server still shows held is
+    never given by either."""
+    if holder is not None:
+        with db.read() as session:
+            seen, seen_node = find(session)
+            uuid, holds_node = seen.uuid, seen_node is not None
+        holder.release(uuid, holds_node)
     # Read inside the transaction: a failed commit expires the object.
     found: list[tuple[int, str]] = []
     gone: list[Change] = []
@@ -89,7 +103,7 @@ def _delete(db: Database, queue: Line | None,
             found.append((allocation.id, allocation.uuid))
             gone.append(_deleted(allocation, None if node is None
                                  else node.uuid, "request"))
-            if node is not None:
+            if holder is None and node is not None:
                 error = refusals.allocation_removal_error(
                     node, allocation.uuid)
                 if error:

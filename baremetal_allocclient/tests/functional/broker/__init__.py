@@ -1,0 +1,1 @@
+"""The reference server in front of a real Ironic (``--backend ironic``)."""
