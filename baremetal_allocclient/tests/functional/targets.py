@@ -319,12 +319,17 @@ def ensure_ironic_venv() -> str:
 
 
 def ironic_config(workdir: str, port: int,
-                  connection: str | None = None) -> str:
+                  connection: str | None = None,
+                  htpasswd: str | None = None) -> str:
     """ironic.conf text for an all-in-one, fake-hardware, noauth Ironic
-    (on its own SQLite file unless ``connection`` names a database)."""
+    (on its own SQLite file unless ``connection`` names a database; HTTP
+    basic authentication against the ``htpasswd`` file when given)."""
+    auth = (["auth_strategy = http_basic",
+             f"http_basic_auth_user_file = {htpasswd}"]
+            if htpasswd else ["auth_strategy = noauth"])
     lines = [
         "[DEFAULT]",
-        "auth_strategy = noauth",
+        *auth,
         "host = baremetal-alloc-contract",
         "rpc_transport = none",
         f"state_path = {workdir}/state",
@@ -357,10 +362,11 @@ class Ironic(Peer):
 
     name = "ironic"
 
-    def __init__(self, database: databases.ScratchDatabase | None = None
-                 ) -> None:
+    def __init__(self, database: databases.ScratchDatabase | None = None,
+                 htpasswd: str | None = None) -> None:
         self.bin_dir = ensure_ironic_venv()
         self.database = database
+        self.htpasswd = htpasswd
         super().__init__()
         self.conf = os.path.join(self.workdir, "ironic.conf")
         try:
@@ -378,7 +384,8 @@ class Ironic(Peer):
         with open(self.conf, "w") as handle:
             handle.write(ironic_config(
                 self.workdir, port,
-                None if self.database is None else self.database.url))
+                None if self.database is None else self.database.url,
+                self.htpasswd))
         return [os.path.join(self.bin_dir, "ironic"), "--config-file",
                 self.conf]
 
@@ -423,17 +430,18 @@ class _IronicOnItsDatabase(Ironic):
             self.database.drop()
 
 
-def start_broker(*extra: str) -> Target:
+def start_broker(*extra: str, htpasswd: str | None = None) -> Target:
     """A reference server in front of a new real Ironic (``--backend
     ironic``, serve's ``extra`` options added); both stopped by
     ``Target.stop``.  That Ironic runs on MariaDB when the tests have one
     (``BAREMETAL_ALLOC_TEST_MYSQL_URL``), as a production Ironic does:
     on SQLite, Ironic itself fails or strands allocations under
-    concurrent claims."""
+    concurrent claims.  With ``htpasswd``, Ironic asks for HTTP basic
+    authentication against that file."""
     database = (databases.ScratchDatabase("mysql")
                 if os.environ.get(databases.MYSQL_ENV) else None)
     try:
-        ironic = started(_IronicOnItsDatabase(database))
+        ironic = started(_IronicOnItsDatabase(database, htpasswd))
     except BaseException:
         if database is not None:
             database.drop()

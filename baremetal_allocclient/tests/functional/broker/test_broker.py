@@ -11,6 +11,7 @@ from __future__ import annotations
 import concurrent.futures
 import os
 import re
+import secrets
 import subprocess
 import sys
 import threading
@@ -18,6 +19,8 @@ import time
 import uuid
 from typing import Any, ClassVar
 
+import fixtures
+import requests
 import testtools
 
 from baremetal_allocclient.tests.functional import targets
@@ -350,3 +353,83 @@ class TestOpenStackSdkThroughTheBroker(_BrokerCase):
         self.assertIsNone(re.search(r"\b(failed|error|errors)\b", summary),
                           tail)
         self.assertGreaterEqual(int(summary.split()[0]), 7, tail)
+
+
+class TestIronicWithHttpBasic(testtools.TestCase):
+    """An Ironic that asks for HTTP basic authentication (as bifrost's
+    does): the server claims with its own credentials from the config
+    file, and passes each caller's own on."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        if os.environ.get(targets.IRONIC_SWITCH_ENV, "1") == "0":
+            self.skipTest("real Ironic skipped")
+        import bcrypt
+
+        work = self.useFixture(fixtures.TempDir()).path
+        self.password = secrets.token_hex(8)
+        digest = bcrypt.hashpw(self.password.encode(),
+                               bcrypt.gensalt()).decode()
+        htpasswd = os.path.join(work, "htpasswd")
+        with open(htpasswd, "w", encoding="utf-8") as stream:
+            stream.write(f"broker:{digest}\n")
+        config = os.path.join(work, "server.conf")
+        with open(config, "w", encoding="utf-8") as stream:
+            stream.write("[ironic]\nauth_type = http_basic\n"
+                         "username = broker\n"
+                         f"password = {self.password}\n")
+        self.broker = targets.start_broker("--config-file", config,
+                                           htpasswd=htpasswd)
+        self.addCleanup(self.broker.stop)
+        self.auth = ("broker", self.password)
+
+    def test_claims_with_its_own_and_passes_the_callers_on(self) -> None:
+        peer = self.broker._peer
+        assert peer is not None
+        # Without credentials, Ironic's own 401 comes back.
+        refused = requests.get(f"{self.broker.endpoint}/v1/nodes",
+                               timeout=30)
+        self.assertEqual(401, refused.status_code, refused.text)
+        rc = targets.unique("rc")
+        session = requests.Session()
+        session.auth = self.auth
+        session.headers["X-OpenStack-Ironic-API-Version"] = "1.82"
+        node = session.post(f"{self.broker.endpoint}/v1/nodes", json={
+            "driver": "fake-hardware", "resource_class": rc}, timeout=30)
+        self.assertEqual(201, node.status_code, node.text)
+        uuid_ = node.json()["uuid"]
+        for verb in ("manage", "provide"):
+            answer = session.put(
+                f"{self.broker.endpoint}/v1/nodes/{uuid_}/states/provision",
+                json={"target": verb}, timeout=30)
+            self.assertEqual(202, answer.status_code, answer.text)
+            self._wait(session, uuid_, {"manage": "manageable",
+                                        "provide": "available"}[verb])
+        # (Ironic knows no power state until it is set or synced.)
+        answer = session.put(
+            f"{self.broker.endpoint}/v1/nodes/{uuid_}/states/power",
+            json={"target": "power off"}, timeout=30)
+        self.assertEqual(202, answer.status_code, answer.text)
+        self._wait(session, uuid_, "available", power="power off")
+        created = session.post(
+            f"{self.broker.endpoint}/v1/allocations",
+            json={"resource_class": rc},
+            headers={"Prefer": "wait=30"}, timeout=60).json()
+        self.assertEqual(("active", uuid_),
+                         (created["state"], created["node_uuid"]), created)
+        claim = session.get(f"{peer.endpoint}/v1/allocations/"
+                            f"{created['uuid']}", timeout=30).json()
+        self.assertEqual(uuid_, claim["node_uuid"])
+
+    def _wait(self, session: requests.Session, node: str,
+              state: str, power: str | None = None) -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            found = session.get(f"{self.broker.endpoint}/v1/nodes/{node}",
+                                timeout=30).json()
+            if found["provision_state"] == state and not found[
+                    "target_provision_state"] and power in (
+                        None, found["power_state"]):
+                return
+            time.sleep(0.3)
+        self.fail(f"node {node} did not reach {state}")
