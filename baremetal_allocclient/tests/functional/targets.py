@@ -446,10 +446,13 @@ def start_broker(*extra: str, htpasswd: str | None = None) -> Target:
         if database is not None:
             database.drop()
         raise
-    server = InProcessServer()
+    # A process of its own: the mirror's thread talks HTTP all the time,
+    # and in the test process the unit tests' requests_mock (patched into
+    # every requests session) would catch its requests.
+    server = ServerProcess()
     try:
         server.start("--backend", "ironic", "--ironic-url", ironic.endpoint,
-                     *extra)
+                     *extra, schema=True, timeout=120)
     except BaseException:
         server.cleanup()
         ironic.close()
