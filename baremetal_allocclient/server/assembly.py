@@ -31,6 +31,7 @@ from baremetal_allocclient.server.allocation.wait_permits import (
 )
 from baremetal_allocclient.server.allocation.workers import AllocationWorkers
 from baremetal_allocclient.server.api.limits import MAX_BODY
+from baremetal_allocclient.server.api.paths import CanonicalPaths
 from baremetal_allocclient.server.app import Application
 from baremetal_allocclient.server.db.engine import Database, is_unavailable
 from baremetal_allocclient.server.db.models import utcnow
@@ -141,6 +142,9 @@ def build(db: Database, args: argparse.Namespace) -> Assembly:
         queue=rounds,
         metrics=metrics,
     )))
+    # Ironic's paths (no version prefix, ".json"), before authentication
+    # looks at them.
+    app = CanonicalPaths(app, unversioned=(endpoints.PATH,))
     # Public, as in Ironic: answered before authentication.
     app = endpoints.healthcheck(app, health.checker(db, workers),
                                 args.healthcheck_disable_file)
