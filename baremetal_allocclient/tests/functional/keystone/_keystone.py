@@ -57,9 +57,12 @@ def ensure_keystone_venv() -> str:
                        "Keystone")
 
 
-def _config(workdir: str, token_expiration: int | None = None) -> str:
+def _config(workdir: str, token_expiration: int | None = None,
+            hash_rounds: int | None = None) -> str:
     token = ("" if token_expiration is None else
              f"[token]\nexpiration = {token_expiration}\n")
+    if hash_rounds is not None:
+        token += f"[identity]\npassword_hash_rounds = {hash_rounds}\n"
     return (
         "[DEFAULT]\nuse_stderr = true\n"
         f"[database]\nconnection = sqlite:///{workdir}/keystone.sqlite\n"
@@ -101,10 +104,14 @@ class Keystone(_KeystoneProcess):
 
     movable = False
 
-    def __init__(self, admin_password: str) -> None:
+    def __init__(self, admin_password: str,
+                 hash_rounds: int | None = None) -> None:
+        """``hash_rounds``: bcrypt's cost for passwords (Keystone's
+        default, 12, when None); 4, its least, makes every password
+        check of a test that creates many users cheap."""
         super().__init__(ensure_keystone_venv())
         with open(self.conf, "w") as handle:
-            handle.write(_config(self.workdir))
+            handle.write(_config(self.workdir, hash_rounds=hash_rounds))
         self.port = free_port()
         try:
             self._bootstrap(admin_password)
