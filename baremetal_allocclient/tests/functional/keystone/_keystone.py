@@ -65,7 +65,11 @@ def _config(workdir: str, token_expiration: int | None = None,
         token += f"[identity]\npassword_hash_rounds = {hash_rounds}\n"
     return (
         "[DEFAULT]\nuse_stderr = true\n"
-        f"[database]\nconnection = sqlite:///{workdir}/keystone.sqlite\n"
+        # SQLite's busy wait 30 s, not pysqlite's 5 s: concurrent writes
+        # (tempest's workers deleting their users) otherwise get a 500
+        # "database is locked" on a loaded machine.
+        f"[database]\nconnection = sqlite:///{workdir}/keystone.sqlite"
+        "?timeout=30\n"
         f"[fernet_tokens]\nkey_repository = {workdir}/fernet-keys\n"
         f"[fernet_receipts]\nkey_repository = {workdir}/fernet-keys\n"
         f"[credential]\nkey_repository = {workdir}/credential-keys\n"
