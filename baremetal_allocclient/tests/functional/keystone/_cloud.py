@@ -76,7 +76,11 @@ class Server(sup.SecureServer):
 class Cloud:
     """Keystone + reference server; ``close`` stops both."""
 
-    def __init__(self, hash_rounds: int | None = None) -> None:
+    def __init__(self, hash_rounds: int | None = None,
+                 serve_args: tuple[str, ...] = ()) -> None:
+        """``hash_rounds``: Keystone's bcrypt cost (its default when
+        None); ``serve_args``: more ``serve`` options for every server."""
+        self.serve_args = serve_args
         self.project_a = "proj-a-" + uuid.uuid4().hex[:6]
         self.project_b = "proj-b-" + uuid.uuid4().hex[:6]
         self.users = {
@@ -193,7 +197,7 @@ class Cloud:
                      port: int | None = None) -> None:
         """Serve with ``--auth-strategy keystone`` and this Keystone."""
         server.start(
-            "--auth-strategy", "keystone",
+            *self.serve_args, "--auth-strategy", "keystone",
             "--keystone-config", self.keystone_config(server.tmpdir, extra),
             env={PASSWORD_ENV: self.users[SERVICE].password}, port=port)
 

@@ -76,8 +76,12 @@ class IronicTempestTests(testtools.TestCase):
     def setUpClass(cls) -> None:
         super().setUpClass()
         cls.bin_dir = _tempest.ensure_tempest_venv()
-        # bcrypt's least cost: tempest makes a user per credential.
-        cls.cloud = _cloud.Cloud(hash_rounds=4)
+        # bcrypt's least cost: tempest makes a user per credential.  No
+        # pause between fake-hardware states: Ironic's fake driver tears a
+        # node down at once, and a class's clean-up deletes the node a
+        # test has just told to tear down (a 409 while it is cleaning).
+        cls.cloud = _cloud.Cloud(hash_rounds=4,
+                                 serve_args=("--step-delay", "0"))
         cls.addClassCleanup(cls.cloud.close)
 
     def tempest(self, include: list[str],
@@ -97,8 +101,9 @@ class IronicTempestTests(testtools.TestCase):
             self.durations[self.id()] = time.monotonic() - began
             self.addDetail("tempest seconds", testtools.content.text_content(
                 f"{time.monotonic() - began:.1f}"))
-            self.addDetail("tempest log (end)", testtools.content.text_content(
-                _tail(f"{workdir}/tempest.log")))
+            self.addDetail("tempest log (errors)",
+                           testtools.content.text_content(
+                               _errors(f"{workdir}/tempest.log")))
 
     def assertAllPass(self, found: dict[str, str], expected: int,
                       prefix: str) -> None:
@@ -127,7 +132,9 @@ class IronicTempestTests(testtools.TestCase):
         self.cloud.point_endpoint(server.endpoint)
         self.addCleanup(self.cloud.point_endpoint,
                         self.cloud.server.endpoint)
-        found = self.tempest(_exactly(OWNER_LESSEE))
+        # One worker: Keystone (on SQLite) has answered a 500 to one of
+        # two classes deleting their users at the same moment.
+        found = self.tempest(_exactly(OWNER_LESSEE), concurrency=1)
         self.assertAllPass(found, len(OWNER_LESSEE), _NODES)
 
     def test_owner_lessee_postgresql(self) -> None:
@@ -137,10 +144,16 @@ class IronicTempestTests(testtools.TestCase):
         self._owner_lessee("mysql")
 
 
-def _tail(path: str, size: int = 6000) -> str:
+#: A request tempest logged with a 4xx or 5xx answer, or an error.
+_BAD = re.compile(r"\): [45]\d\d [A-Z]+ | ERROR | WARNING ")
+
+
+def _errors(path: str, size: int = 20000) -> str:
+    """The lines of tempest's log about failed requests and errors."""
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read()[-size:]
+            return "".join(line for line in handle
+                           if _BAD.search(line))[-size:]
     except OSError as exc:
         return f"(no log: {exc})"
 
