@@ -77,9 +77,11 @@ class Cloud:
     """Keystone + reference server; ``close`` stops both."""
 
     def __init__(self, hash_rounds: int | None = None,
-                 serve_args: tuple[str, ...] = ()) -> None:
+                 serve_args: tuple[str, ...] = (),
+                 keystone_threads: int = 4) -> None:
         """``hash_rounds``: Keystone's bcrypt cost (its default when
-        None); ``serve_args``: more ``serve`` options for every server."""
+        None); ``serve_args``: more ``serve`` options for every server;
+        ``keystone_threads``: Keystone's request threads."""
         self.serve_args = serve_args
         self.project_a = "proj-a-" + uuid.uuid4().hex[:6]
         self.project_b = "proj-b-" + uuid.uuid4().hex[:6]
@@ -94,7 +96,7 @@ class Cloud:
         self._endpoints: list[str] = []
         self._roles: dict[str, str] = {}
         self.keystone = _keystone.Keystone(self.users[ADMIN].password,
-                                           hash_rounds)
+                                           hash_rounds, keystone_threads)
         self.server = Server(self.token)
         try:
             self.project_ids = self._provision()
