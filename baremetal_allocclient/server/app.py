@@ -50,6 +50,7 @@ from baremetal_allocclient.server.domain.recording import (
 )
 from baremetal_allocclient.server.ironic.handlers import (
     boot_mode,
+    chassis,
     nodes,
     ports,
     provisioning,
@@ -85,6 +86,15 @@ _ROUTES: list[tuple[str, str, Handler]] = [
     ("/v1/allocations/<ident>", "GET", allocations.get_allocation),
     ("/v1/allocations/<ident>", "PATCH", allocations.update_allocation),
     ("/v1/allocations/<ident>", "DELETE", allocations.delete_allocation),
+    ("/v1/chassis", "GET", chassis.list_chassis),
+    ("/v1/chassis", "POST", chassis.create_chassis),
+    ("/v1/chassis/detail", "GET", chassis.list_chassis_detail),
+    ("/v1/chassis/<ident>", "GET", chassis.get_chassis),
+    ("/v1/chassis/<ident>", "PATCH", chassis.update_chassis),
+    ("/v1/chassis/<ident>", "DELETE", chassis.delete_chassis),
+    ("/v1/chassis/<ident>/nodes", "GET", chassis.list_chassis_nodes),
+    ("/v1/chassis/<ident>/nodes/detail", "GET",
+     chassis.list_chassis_nodes_detail),
     ("/v1/nodes", "GET", nodes.list_nodes),
     ("/v1/nodes", "POST", nodes.create_node),
     ("/v1/nodes/detail", "GET",

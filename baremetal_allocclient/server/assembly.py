@@ -34,6 +34,7 @@ from baremetal_allocclient.server.allocation.wait_permits import (
 )
 from baremetal_allocclient.server.allocation.workers import AllocationWorkers
 from baremetal_allocclient.server.api.limits import MAX_BODY
+from baremetal_allocclient.server.api.paths import CanonicalPaths
 from baremetal_allocclient.server.app import Application
 from baremetal_allocclient.server.broker.passthrough import Passthrough
 from baremetal_allocclient.server.db.engine import Database, is_unavailable
@@ -155,6 +156,9 @@ def build(db: Database, args: argparse.Namespace) -> Assembly:
         metrics=metrics,
         passthrough=_passthrough(backend),
     )))
+    # Ironic's paths (no version prefix, ".json"), before authentication
+    # looks at them.
+    app = CanonicalPaths(app, unversioned=(endpoints.PATH,))
     # Public, as in Ironic: answered before authentication.
     app = endpoints.healthcheck(app, health.checker(db, workers),
                                 args.healthcheck_disable_file)

@@ -26,7 +26,10 @@ from baremetal_allocclient.server import schemas
 from baremetal_allocclient.server.api import limits, versions
 from baremetal_allocclient.server.api.http import Response
 from baremetal_allocclient.server.ironic.handlers import boot_mode
-from baremetal_allocclient.server.ironic.views import PORT_FIELDS
+from baremetal_allocclient.server.ironic.views import (
+    CHASSIS_FIELDS,
+    PORT_FIELDS,
+)
 
 _LATEST = versions.MAX_VERSION
 _ERROR_REF = {"$ref": "#/components/responses/Error"}
@@ -85,6 +88,28 @@ OPERATIONS: tuple[Operation, ...] = (
               "Allocation"),
     Operation("/v1/allocations/<ident>", "DELETE", "deleteAllocation",
               "Delete an allocation and release its node", 204),
+    Operation("/v1/chassis", "GET", "listChassis",
+              "List chassis (admin)", 200, result="ChassisList"),
+    Operation("/v1/chassis", "POST", "createChassis",
+              "Create a chassis (admin)", 201, _fixed(schemas.CHASSIS),
+              "Chassis"),
+    Operation("/v1/chassis/detail", "GET", "listChassisDetail",
+              "List chassis with every field (admin)", 200,
+              result="ChassisList"),
+    Operation("/v1/chassis/<ident>", "GET", "getChassis",
+              "Show a chassis by UUID (admin)", 200, result="Chassis"),
+    Operation("/v1/chassis/<ident>", "PATCH", "updateChassis",
+              "Update a chassis (JSON patch, admin)", 200, _PATCH,
+              "Chassis"),
+    Operation("/v1/chassis/<ident>", "DELETE", "deleteChassis",
+              "Delete a chassis no node names (admin)", 204),
+    Operation("/v1/chassis/<ident>/nodes", "GET", "listChassisNodes",
+              "List the nodes of a chassis (admin)", 200,
+              result="NodeList"),
+    Operation("/v1/chassis/<ident>/nodes/detail", "GET",
+              "listChassisNodesDetail",
+              "List the nodes of a chassis with every field (admin)", 200,
+              result="NodeList"),
     Operation("/v1/nodes", "GET", "listNodes", "List nodes", 200,
               result="NodeList"),
     Operation("/v1/nodes", "POST", "createNode",
@@ -233,6 +258,8 @@ _LINK_SOURCES = {
     ("/v1/nodes", "GET"): ("/v1/nodes/<ident>", "#/nodes/0/uuid"),
     ("/v1/nodes/detail", "GET"): ("/v1/nodes/<ident>", "#/nodes/0/uuid"),
     ("/v1/ports", "POST"): ("/v1/ports/<ident>", "#/uuid"),
+    ("/v1/chassis", "POST"): ("/v1/chassis/<ident>", "#/uuid"),
+    ("/v1/chassis", "GET"): ("/v1/chassis/<ident>", "#/chassis/0/uuid"),
     ("/v1/ports", "GET"): ("/v1/ports/<ident>", "#/ports/0/uuid"),
 }
 
@@ -323,7 +350,8 @@ def document() -> dict[str, Any]:
             "title": "baremetal-allocclient reference server",
             "version": str(_LATEST),
             "description": (
-                "Ironic-compatible allocation, node and port API. Request "
+                "Ironic-compatible allocation, node, port and chassis API. "
+                "Request "
                 f"schemas are those of API version {_LATEST}; see "
                 "doc/source/howto/security.rst for roles and limits."
             ),
@@ -388,6 +416,16 @@ def document() -> dict[str, Any]:
                     },
                 },
                 "Node": {"type": "object"},
+                "Chassis": _object(CHASSIS_FIELDS),
+                "ChassisList": {
+                    "type": "object",
+                    "properties": {
+                        "chassis": {"type": "array", "items": {
+                            "$ref": "#/components/schemas/Chassis"
+                        }},
+                        "next": {"type": "string"},
+                    },
+                },
                 "Port": _object([name for name, since in PORT_FIELDS
                                  if since <= _LATEST.minor]),
                 "PortList": {

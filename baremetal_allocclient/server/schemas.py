@@ -343,7 +343,7 @@ def node_create(version: versions.Version) -> dict[str, Any]:
         "driver": {"type": "string", "maxLength": 255},
         "name": _NULLABLE_STRING,
         "uuid": _NULLABLE_STRING,
-        "chassis_uuid": {"type": "null"},
+        "chassis_uuid": _NULLABLE_STRING,
         "resource_class": _RESOURCE_CLASS,
         "properties": _NULLABLE_OBJECT,
         "extra": _NULLABLE_OBJECT,
@@ -560,4 +560,17 @@ VIF_ATTACH: dict[str, Any] = {
     "properties": {"id": {"type": "string", "maxLength": NAME_MAX}},
     "required": ["id"],
     "additionalProperties": True,
+}
+
+
+#: POST /v1/chassis, and a chassis after a PATCH (Ironic's
+#: ``CHASSIS_SCHEMA``).
+CHASSIS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "uuid": _NULLABLE_STRING,
+        "extra": _NULLABLE_OBJECT,
+        "description": {"type": ["string", "null"], "maxLength": 255},
+    },
+    "additionalProperties": False,
 }

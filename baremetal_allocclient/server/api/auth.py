@@ -258,11 +258,11 @@ def member_may(method: str, path: str) -> bool:
 
     Members read nodes and their ports (of nodes they own or lease; the
     handlers hide others) and use the allocation API; every other node or
-    port change, and the shard list (which counts every node), is
-    admin-only.
+    port change, the shard list (which counts every node) and chassis
+    (system-scoped only in Ironic) are admin-only.
     """
     parts = [p for p in path.split("/") if p]
-    if parts[:2] == ["v1", "shards"]:  # counts every node (Ironic: admin)
+    if parts[:2] in (["v1", "shards"], ["v1", "chassis"]):
         return False
     if parts[:2] == ["v1", "ports"]:
         return method in ("GET", "HEAD")

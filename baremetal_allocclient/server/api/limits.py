@@ -28,7 +28,7 @@ NODE_FILTERS = (
     "associated", "conductor_group", "driver", "fault", "instance_uuid",
     "lessee", "maintenance", "owner", "provision_state", "resource_class",
     "retired", "shard", "sharded", "parent_node", "include_children",
-    "instance_name",
+    "instance_name", "chassis_uuid",
 )
 ALLOCATION_FILTERS = ("node", "owner", "resource_class", "state")
 PORT_FILTERS = ("address", "node", "node_uuid")
@@ -49,6 +49,13 @@ QUERY_PARAMS: dict[tuple[str, str], tuple[str, ...]] = {
     ("/v1/ports/<ident>", "GET"): ("fields",),
     ("/v1/nodes/<ident>/ports", "GET"): ("address", *_PAGING, "detail"),
     ("/v1/nodes/<ident>/ports/detail", "GET"): ("address", *_PAGING[1:]),
+    ("/v1/chassis", "GET"): (*_PAGING, "detail"),
+    ("/v1/chassis/detail", "GET"): _PAGING[1:],
+    ("/v1/chassis/<ident>", "GET"): ("fields",),
+    ("/v1/chassis/<ident>/nodes", "GET"): (*NODE_FILTERS, *_PAGING,
+                                           "detail"),
+    ("/v1/chassis/<ident>/nodes/detail", "GET"): (*NODE_FILTERS,
+                                                  *_PAGING),
 }
 
 

@@ -39,9 +39,14 @@ FIELDS_SELECTOR = 8
 ENROLL_STATE = 11
 MANAGE_VERBS = 4
 RESOURCE_CLASS = 21
+#: A node's ``chassis_uuid`` may be removed.
+REMOVE_CHASSIS = 25
 TRAITS = 37
 DETAIL_QUERY = 43
 OWNER_FILTER = 50
+#: A path's ``.json`` suffix is no longer dropped (it is part of the
+#: last segment).
+JSON_SUFFIX_KEPT = 91
 ALLOCATIONS = 52
 ALLOCATION_UPDATE = 57
 ALLOCATION_BACKFILL = 58
@@ -62,7 +67,8 @@ HEALTH = 109
 #: Collections listed in /v1, with the version that introduced them
 #: (those this server serves).
 COLLECTIONS: tuple[tuple[str, int], ...] = (
-    ("nodes", 1), ("ports", 1), ("allocations", ALLOCATIONS),
+    ("chassis", 1), ("nodes", 1), ("ports", 1),
+    ("allocations", ALLOCATIONS),
     ("shards", SHARDS),
 )
 #: Where ``version`` stands in Ironic's ``GET /v1``: after the

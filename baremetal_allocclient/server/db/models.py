@@ -93,6 +93,10 @@ class Node(Base):
     #: Ironic's API 1.82 field; set here through the enroll inventory or
     #: the constraints extension (see doc/source/howto/choosing-nodes.rst).
     shard: Mapped[str | None] = mapped_column(ExactString(255))
+    #: The UUID of the node's chassis (API 1.0; ``chassis``); no foreign
+    #: key: the services lock the chassis row instead (0015_chassis).
+    chassis_uuid: Mapped[str | None] = mapped_column(ExactString(36),
+                                                     index=True)
     #: API 1.83: the UUID of this node's parent; a child node is never
     #: allocated and not listed unless asked for.
     parent_node: Mapped[str | None] = mapped_column(ExactString(36))
@@ -126,6 +130,22 @@ class Node(Base):
         mapped_column(DateTime))
     inspection_finished_at: Mapped[datetime.datetime | None] = (
         mapped_column(DateTime))
+    created_at: Mapped[datetime.datetime] = mapped_column(
+        DateTime, default=utcnow
+    )
+    updated_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+
+
+class Chassis(Base):
+    """A chassis (Ironic's API 1.0): a description and ``extra``, and
+    the nodes that name it in ``chassis_uuid``."""
+
+    __tablename__ = "chassis"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    uuid: Mapped[str] = mapped_column(ExactString(36), unique=True)
+    description: Mapped[str | None] = mapped_column(ExactString(255))
+    extra: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     created_at: Mapped[datetime.datetime] = mapped_column(
         DateTime, default=utcnow
     )

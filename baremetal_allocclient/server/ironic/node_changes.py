@@ -17,6 +17,7 @@ from baremetal_allocclient.server.domain import identifiers
 from baremetal_allocclient.server.domain.errors import Conflict, Invalid
 from baremetal_allocclient.server.domain.recording import Recorder
 from baremetal_allocclient.server.ironic import (
+    chassis_rows,
     interfaces,
     node_rows,
 )
@@ -74,11 +75,10 @@ def patchable(node: Node) -> dict[str, Any]:
     values: dict[str, Any] = {
         name: getattr(node, name, None)
         for name in PATCHABLE
-        if name not in interfaces.INTERFACES and name != "chassis_uuid"
+        if name not in interfaces.INTERFACES
     }
     for field in interfaces.INTERFACES:
         values[field] = interfaces.value_of(node, field)
-    values["chassis_uuid"] = None
     for key in ("driver_info", "extra", "instance_info", "network_data",
                 "properties"):
         values[key] = dict(values[key] or {})
@@ -123,7 +123,8 @@ def apply_changes(
         raise driver_error(str(after["driver"]))
     check_interfaces(after)
     if "chassis_uuid" in changed:
-        raise Invalid("Chassis are not supported by this server")
+        after["chassis_uuid"] = chassis_rows.chassis_of_node(
+            session, after["chassis_uuid"])
     if "name" in changed:
         name = after["name"]
         if name is not None and (
@@ -160,7 +161,7 @@ def apply_changes(
                                             after["parent_node"])
     _check_retired(node, after, changed)
     _sync_instance_name(after, changed)
-    for key in sorted(changed - {"instance_uuid", "chassis_uuid"}):
+    for key in sorted(changed - {"instance_uuid"}):
         setattr(node, key, after[key])
     if "maintenance" in changed and not after["maintenance"]:
         node.maintenance_reason = None

@@ -50,10 +50,22 @@ def _equal(ctx: Context) -> list[tuple[str, str]]:
     return found
 
 
-def parse(ctx: Context) -> NodeFilters:
+def _chassis(ctx: Context, path_chassis: str | None) -> str | None:
+    """The chassis whose nodes are listed: the path's
+    (``/v1/chassis/{uuid}/nodes``), else the ``chassis_uuid`` filter."""
+    if path_chassis is not None:
+        return path_chassis
+    value = ctx.query("chassis_uuid")
+    if value is not None and not identifiers.is_uuid_like(value):
+        raise bad_request(f"Expected UUID for chassis_uuid: {value}")
+    return None if value is None else identifiers.canonical_uuid(value)
+
+
+def parse(ctx: Context, chassis_uuid: str | None = None) -> NodeFilters:
     """The request's filters; a 400 for a bad value, a 406 for a filter
     newer than its version.  Child nodes are listed only when asked
-    for, at every version, as in Ironic."""
+    for, at every version, as in Ironic.  ``chassis_uuid``: the
+    chassis of the path, if any."""
     state = ctx.query("provision_state")
     if state is not None and state not in ns.ALL_STATES:
         raise bad_request(f'Provision state "{state}" is not valid')
@@ -77,4 +89,5 @@ def parse(ctx: Context) -> NodeFilters:
         associated=associated, equal=equal,
         shards=None if shard is None else listing.split_list(shard),
         sharded=sharded, instance_name=instance_name, parent_node=parent,
-        include_children=bool(children))
+        include_children=bool(children),
+        chassis_uuid=_chassis(ctx, chassis_uuid))

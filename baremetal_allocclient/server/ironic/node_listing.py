@@ -37,6 +37,8 @@ class NodeFilters:
     parent_node: str | None = None
     #: Child nodes are listed only when asked for (any version).
     include_children: bool = False
+    #: The nodes of this chassis (a UUID).
+    chassis_uuid: str | None = None
 
 
 def _query(who: Principal, filters: NodeFilters) -> Any:
@@ -54,6 +56,8 @@ def _query(who: Principal, filters: NodeFilters) -> Any:
         query = query.where(
             Node.instance_uuid.is_not(None) if filters.associated
             else Node.instance_uuid.is_(None))
+    if filters.chassis_uuid is not None:
+        query = query.where(Node.chassis_uuid == filters.chassis_uuid)
     for name, value in filters.equal:
         query = query.where(getattr(Node, name) == value)
     if filters.shards is not None:

@@ -15,7 +15,7 @@ from baremetal_allocclient.server.api.errors import (
     not_acceptable,
 )
 from baremetal_allocclient.server.api.views import links, timestamp
-from baremetal_allocclient.server.db.models import Node, Port
+from baremetal_allocclient.server.db.models import Chassis, Node, Port
 from baremetal_allocclient.server.ironic import interfaces, secrets
 
 # Node fields in Ironic's output order with their introducing version.
@@ -142,7 +142,7 @@ def node_view(
         "traits": list(traits),
         "conductor": conductor,
         "allocation_uuid": allocation_uuid,
-        "chassis_uuid": None,
+        "chassis_uuid": node.chassis_uuid,
     }
     for field in interfaces.INTERFACES:
         values[field] = interfaces.value_of(node, field)
@@ -240,3 +240,43 @@ def port_view(
         if since <= minor and (
             fields is None or name in fields or name == "links")
     }
+
+
+# -- chassis ---------------------------------------------------------------
+#: Chassis fields in Ironic's output order (all of API 1.0).
+CHASSIS_FIELDS = ("uuid", "created_at", "updated_at", "description",
+                  "extra", "links", "nodes")
+CHASSIS_LIST_FIELDS = ("uuid", "description")
+CHASSIS_SORT_KEYS = ("id", "uuid", "description", "created_at",
+                     "updated_at")
+#: Ironic refuses this sort key with its own wording.
+CHASSIS_UNSORTABLE = ("extra",)
+
+
+def check_chassis_fields(fields: Sequence[str] | None, minor: int) -> None:
+    """``fields=`` on chassis: 406 below 1.8, 400 for unknown ones."""
+    if fields is None:
+        return
+    if minor < versions.FIELDS_SELECTOR:
+        raise not_acceptable()
+    unknown = [f for f in fields if f not in CHASSIS_FIELDS]
+    if unknown:
+        raise bad_request(f'Field(s) "{", ".join(unknown)}" are not valid')
+
+
+def chassis_view(chassis: Chassis, base_url: str,
+                 fields: Sequence[str] | None = None) -> dict[str, Any]:
+    """A chassis as Ironic renders it, optionally only ``fields`` (links
+    always).  Ironic's ``nodes`` is a list holding the list of links (a
+    stray comma in its code, kept by its own response schema)."""
+    values: dict[str, Any] = {
+        "uuid": chassis.uuid,
+        "created_at": timestamp(chassis.created_at),
+        "updated_at": timestamp(chassis.updated_at),
+        "description": chassis.description,
+        "extra": chassis.extra or {},
+        "links": links(base_url, f"chassis/{chassis.uuid}"),
+        "nodes": [links(base_url, f"chassis/{chassis.uuid}/nodes")],
+    }
+    return {name: values[name] for name in CHASSIS_FIELDS
+            if fields is None or name in fields or name == "links"}

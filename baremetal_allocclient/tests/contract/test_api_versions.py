@@ -188,7 +188,8 @@ class ApiVersionContract(base.ContractMixin):
         self.assertIn(unsharded, uuids(sharded="false"))
 
     def test_v1_document_per_version(self) -> None:
-        served = {"nodes": 1, "ports": 1, "allocations": 52, "shards": 82}
+        served = {"chassis": 1, "nodes": 1, "ports": 1, "allocations": 52,
+                  "shards": 82}
         for minor in (1, 51, 52, 81, 82, 115):
             body = self.target.expect(200, "GET", "/v1",
                                       version=f"1.{minor}")
@@ -202,7 +203,8 @@ class ApiVersionContract(base.ContractMixin):
                       if key in ("id", "links", "media_types", "version",
                                  *served)]
             self.assertEqual(
-                ["id", "links", "media_types", "nodes", "ports", "version",
+                ["id", "links", "media_types", "chassis", "nodes", "ports",
+                 "version",
                  *(["allocations"] if minor >= 52 else []),
                  *(["shards"] if minor >= 82 else [])], common)
             self.assertEqual(["self", "describedby"],

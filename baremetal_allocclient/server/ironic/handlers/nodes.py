@@ -88,8 +88,10 @@ def _render(ctx: Context, node: Node, related: node_rows.Related
     return _render_many(ctx, [node], related, None)[0]
 
 
-def list_nodes(ctx: Context, detail: bool = False) -> Response:
-    """GET /v1/nodes and /v1/nodes/detail."""
+def list_nodes(ctx: Context, detail: bool = False,
+               chassis_uuid: str | None = None) -> Response:
+    """GET /v1/nodes and /v1/nodes/detail (and the same of a chassis,
+    ``chassis_uuid``: ``/v1/chassis/{uuid}/nodes``)."""
     fields = listing.parse_fields(ctx.query("fields"))
     if detail and fields is not None:
         raise bad_request("Can not specify ?fields when requesting detail")
@@ -112,13 +114,15 @@ def list_nodes(ctx: Context, detail: bool = False) -> Response:
         ),
         sort_dir=listing.parse_sort_dir(ctx.query("sort_dir")),
     )
-    filters = node_filters.parse(ctx)
+    filters = node_filters.parse(ctx, chassis_uuid)
     nodes, related = service.list_page(
         ctx.services.db, node_scope(ctx), filters, page, ctx.query("marker"))
     items = _render_many(ctx, nodes, related, None if detail else fields)
     body: dict[str, Any] = {"nodes": items}
     resource = "nodes/detail" if detail and ctx.request.path.endswith(
         "/detail") else "nodes"
+    if chassis_uuid is not None:
+        resource = f"chassis/{chassis_uuid}/{resource}"
     link = listing.next_link(
         ctx.base_url, resource, dict(ctx.request.args), page, len(nodes),
         nodes[-1].uuid if nodes else None,
@@ -185,6 +189,10 @@ def create_node(ctx: Context) -> Response:
     uuid = body.get("uuid") or str(uuidlib.uuid4())
     if not identifiers.is_uuid(uuid):
         raise bad_request(f"Expected UUID for uuid: {uuid}")
+    chassis_uuid = body.get("chassis_uuid")
+    if chassis_uuid is not None and not identifiers.is_uuid_like(
+            chassis_uuid):
+        raise bad_request(f"Expected UUID for chassis_uuid: {chassis_uuid}")
     instance_uuid = body.get("instance_uuid")
     if instance_uuid is not None and not identifiers.is_uuid(instance_uuid):
         raise bad_request(f"Expected UUID for instance_uuid: {instance_uuid}")
@@ -193,7 +201,7 @@ def create_node(ctx: Context) -> Response:
         instance_uuid = identifiers.canonical_uuid(instance_uuid)
     node, related = service.create(
         ctx.services.db, _columns(ctx, body, uuid, instance_uuid),
-        body.get("parent_node"))
+        body.get("parent_node"), chassis_uuid)
     response = json_response(_render(ctx, node, related), 201)
     response.headers["Location"] = f"{ctx.base_url}/v1/nodes/{uuid}"
     return response
@@ -235,6 +243,9 @@ def update_node(ctx: Context, ident: str) -> Response:
                 f"updated: {', '.join(allowed)}"
             )
         roots.append(root)
+        if (root == "chassis_uuid" and op["op"] == "remove"
+                and ctx.minor < versions.REMOVE_CHASSIS):
+            raise not_acceptable()
     _check_version_fields(ctx, roots)
     services = ironic_services(ctx)
     node, related = service.update(services.db, node_scope(ctx), ident,

@@ -28,6 +28,7 @@ from baremetal_allocclient.server.domain.recording import (
     Recorder,
 )
 from baremetal_allocclient.server.ironic import (
+    chassis_rows,
     node_changes,
     node_listing,
     node_rows,
@@ -56,16 +57,20 @@ def list_page(db: Database, scope: NodeScope, filters: NodeFilters,
     """One page of the nodes the caller may see that ``filters`` select,
     after the ``marker`` node (404 when missing or hidden)."""
     with db.read() as session:
+        if filters.chassis_uuid is not None:  # 404 when missing
+            chassis_rows.find_chassis(session, filters.chassis_uuid)
         nodes = node_listing.page_of_nodes(session, scope.who, filters,
                                            page, marker)
         return nodes, node_rows.related(session, nodes)
 
 
 def create(db: Database, columns: dict[str, Any],
-           parent_ident: str | None) -> Shown:
+           parent_ident: str | None, chassis_ident: str | None = None
+           ) -> Shown:
     """Store a node with ``columns`` (its ``uuid`` and ``name`` not
-    taken: 409) and the parent ``parent_ident`` names (400 unless a node
-    of the same owner)."""
+    taken: 409), the parent ``parent_ident`` names (400 unless a node
+    of the same owner) and the chassis ``chassis_ident`` names (400 when
+    missing)."""
     uuid, name = columns["uuid"], columns.get("name")
     instance_uuid = columns.get("instance_uuid")
 
@@ -82,7 +87,8 @@ def create(db: Database, columns: dict[str, Any],
             raise Conflict(f"A node with name {name} already exists.")
         parent = node_changes.parent_uuid(session, columns.get("owner"),
                                           parent_ident)
-        node = Node(**columns, parent_node=parent)
+        chassis = chassis_rows.chassis_of_node(session, chassis_ident)
+        node = Node(**columns, parent_node=parent, chassis_uuid=chassis)
         node_rows.add_node(session, node)
         return node, node_rows.related(session, [node])
 

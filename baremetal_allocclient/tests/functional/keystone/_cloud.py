@@ -55,8 +55,9 @@ class Server(sup.SecureServer):
     token at all.
     """
 
-    def __init__(self, tokens: Callable[[str], str]) -> None:
-        super().__init__()
+    def __init__(self, tokens: Callable[[str], str],
+                 db_url: str | None = None) -> None:
+        super().__init__(db_url)
         self._tokens = tokens
 
     def request(  # type: ignore[override]
@@ -75,7 +76,13 @@ class Server(sup.SecureServer):
 class Cloud:
     """Keystone + reference server; ``close`` stops both."""
 
-    def __init__(self) -> None:
+    def __init__(self, hash_rounds: int | None = None,
+                 serve_args: tuple[str, ...] = (),
+                 keystone_threads: int = 4) -> None:
+        """``hash_rounds``: Keystone's bcrypt cost (its default when
+        None); ``serve_args``: more ``serve`` options for every server;
+        ``keystone_threads``: Keystone's request threads."""
+        self.serve_args = serve_args
         self.project_a = "proj-a-" + uuid.uuid4().hex[:6]
         self.project_b = "proj-b-" + uuid.uuid4().hex[:6]
         self.users = {
@@ -86,8 +93,10 @@ class Cloud:
                 (SERVICE, "service"))
         }
         self._sessions: dict[str, ks_session.Session] = {}
+        self._endpoints: list[str] = []
         self._roles: dict[str, str] = {}
-        self.keystone = _keystone.Keystone(self.users[ADMIN].password)
+        self.keystone = _keystone.Keystone(self.users[ADMIN].password,
+                                           hash_rounds, keystone_threads)
         self.server = Server(self.token)
         try:
             self.project_ids = self._provision()
@@ -148,10 +157,19 @@ class Cloud:
         admin = self.session(ADMIN)
         service = self._post(admin, "/services", {"service": {
             "type": "baremetal", "name": "ironic"}})["service"]["id"]
-        for interface in ("public", "internal", "admin"):
+        self._endpoints = [
             self._post(admin, "/endpoints", {"endpoint": {
                 "service_id": service, "interface": interface, "url": url,
-                "region_id": _keystone.REGION}})
+                "region_id": _keystone.REGION}})["endpoint"]["id"]
+            for interface in ("public", "internal", "admin")]
+
+    def point_endpoint(self, url: str) -> None:
+        """The catalog's ``baremetal`` endpoints now name ``url`` (for
+        tokens issued from now on)."""
+        admin = self.session(ADMIN)
+        for endpoint in self._endpoints:
+            admin.patch(f"{self.keystone.url}/endpoints/{endpoint}",
+                        json={"endpoint": {"url": url}})
 
     # -- the reference server ------------------------------------------------
     def keystone_config(self, directory: str, extra: str = "") -> str:
@@ -181,14 +199,16 @@ class Cloud:
                      port: int | None = None) -> None:
         """Serve with ``--auth-strategy keystone`` and this Keystone."""
         server.start(
-            "--auth-strategy", "keystone",
+            *self.serve_args, "--auth-strategy", "keystone",
             "--keystone-config", self.keystone_config(server.tmpdir, extra),
             env={PASSWORD_ENV: self.users[SERVICE].password}, port=port)
 
-    def another_server(self, extra: str) -> Server:
-        """A second server (its own database, outside the catalog) whose
-        ``[keystone_authtoken]`` adds ``extra``; stopped by the caller."""
-        server = Server(self.token)
+    def another_server(self, extra: str = "",
+                       db_url: str | None = None) -> Server:
+        """A second server (its own database, ``db_url`` or a SQLite file,
+        outside the catalog) whose ``[keystone_authtoken]`` adds
+        ``extra``; stopped by the caller."""
+        server = Server(self.token, db_url)
         try:
             self.start_server(server, extra)
         except BaseException:

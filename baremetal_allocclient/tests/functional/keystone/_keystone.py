@@ -33,14 +33,14 @@ REGION = "RegionOne"
 _RUNNER = r"""
 import sys
 from gunicorn.app.base import BaseApplication
-port = sys.argv[1]
+port, threads = sys.argv[1], int(sys.argv[2])
 sys.argv = sys.argv[:1]
 
 class Keystone(BaseApplication):
     def load_config(self):
         self.cfg.set("bind", "127.0.0.1:" + port)
         self.cfg.set("workers", 1)
-        self.cfg.set("threads", 4)
+        self.cfg.set("threads", threads)
         self.cfg.set("control_socket_disable", True)
 
     def load(self):
@@ -57,12 +57,19 @@ def ensure_keystone_venv() -> str:
                        "Keystone")
 
 
-def _config(workdir: str, token_expiration: int | None = None) -> str:
+def _config(workdir: str, token_expiration: int | None = None,
+            hash_rounds: int | None = None) -> str:
     token = ("" if token_expiration is None else
              f"[token]\nexpiration = {token_expiration}\n")
+    if hash_rounds is not None:
+        token += f"[identity]\npassword_hash_rounds = {hash_rounds}\n"
     return (
         "[DEFAULT]\nuse_stderr = true\n"
-        f"[database]\nconnection = sqlite:///{workdir}/keystone.sqlite\n"
+        # SQLite's busy wait 30 s, not pysqlite's 5 s: concurrent writes
+        # (tempest's workers deleting their users) otherwise get a 500
+        # "database is locked" on a loaded machine.
+        f"[database]\nconnection = sqlite:///{workdir}/keystone.sqlite"
+        "?timeout=30\n"
         f"[fernet_tokens]\nkey_repository = {workdir}/fernet-keys\n"
         f"[fernet_receipts]\nkey_repository = {workdir}/fernet-keys\n"
         f"[credential]\nkey_repository = {workdir}/credential-keys\n"
@@ -76,6 +83,8 @@ class _KeystoneProcess(Peer):
     name = "keystone"
     ready_path = "/v3"
     start_timeout = 120.0
+    #: Request threads of the one gunicorn worker.
+    threads = 4
 
     def __init__(self, bin_dir: str, workdir: str | None = None) -> None:
         self.bin_dir = bin_dir
@@ -92,7 +101,7 @@ class _KeystoneProcess(Peer):
 
     def command(self, port: int) -> list[str]:
         return [os.path.join(self.bin_dir, "python"), "-c", _RUNNER,
-                str(port)]
+                str(port), str(self.threads)]
 
 
 class Keystone(_KeystoneProcess):
@@ -101,10 +110,17 @@ class Keystone(_KeystoneProcess):
 
     movable = False
 
-    def __init__(self, admin_password: str) -> None:
+    def __init__(self, admin_password: str,
+                 hash_rounds: int | None = None, threads: int = 4) -> None:
+        """``hash_rounds``: bcrypt's cost for passwords (Keystone's
+        default, 12, when None); 4, its least, makes every password
+        check of a test that creates many users cheap.  ``threads``: 1
+        serialises the requests (SQLite refuses at once, with a 500, a
+        write that two requests start together)."""
+        self.threads = threads
         super().__init__(ensure_keystone_venv())
         with open(self.conf, "w") as handle:
-            handle.write(_config(self.workdir))
+            handle.write(_config(self.workdir, hash_rounds=hash_rounds))
         self.port = free_port()
         try:
             self._bootstrap(admin_password)

@@ -30,6 +30,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import make_url
 
 from baremetal_allocclient.server.allocation import conductors
+from baremetal_allocclient.server.db import node_properties
 from baremetal_allocclient.server.db.engine import MIGRATIONS, Database
 from baremetal_allocclient.server.db.models import (
     Allocation,
@@ -264,7 +265,7 @@ class _MigrationTests(databases.ScratchPerClass):
         case: Any = self
         with self.db.engine.begin() as conn:
             command.downgrade(self.db._alembic_config(conn),
-                              "0014_selection_index_in_id_order")
+                              "0015_chassis")
         old = table("allocations", column("uuid"), column("state"),
                     column("resource_class"), column("traits", JSON),
                     column("candidate_nodes", JSON), column("extra", JSON),
@@ -312,7 +313,7 @@ class _MigrationTests(databases.ScratchPerClass):
         }, moved)
         with self.db.engine.begin() as conn:
             command.downgrade(self.db._alembic_config(conn),
-                              "0014_selection_index_in_id_order")
+                              "0015_chassis")
         with self.db.engine.connect() as conn:
             back = dict(conn.execute(select(old.c.uuid, old.c.extra)).all())
         written["both"]["baremetal_alloc:lease_expires_at"] = (
@@ -453,15 +454,19 @@ class _MigrationTests(databases.ScratchPerClass):
         """Rows in every table (0011's columns), as the
         old collation stored them."""
         with self.db.write() as session:
-            node = Node(uuid=str(uuid.uuid4()), name="Node-Old",
-                        driver="fake-hardware", provision_state="available",
-                        owner="Team-A", lessee="team-b ",
-                        resource_class="RC1",
-                        properties={"cpu_arch": "x86_64 "},
-                        created_at=utcnow())
-            session.add(node)
-            session.flush()
-            session.add(NodeTrait(node_id=node.id, trait="CUSTOM_A"))
+            # A Core insert: only the given columns and those with
+            # defaults, all of 0011 (the model has 0015's chassis_uuid);
+            # the property rows the ORM's events would write, by hand.
+            properties = {"cpu_arch": "x86_64 "}
+            node_id = session.execute(Node.__table__.insert().values(
+                uuid=str(uuid.uuid4()), name="Node-Old",
+                driver="fake-hardware", provision_state="available",
+                owner="Team-A", lessee="team-b ", resource_class="RC1",
+                properties=properties, created_at=utcnow(),
+            )).inserted_primary_key[0]
+            session.execute(insert(NodeProperty),
+                            node_properties.rows_for(node_id, properties))
+            session.add(NodeTrait(node_id=node_id, trait="CUSTOM_A"))
             # 0011's allocation columns (the model has 0013's too).
             old = table("allocations", column("uuid"), column("name"),
                         column("state"), column("resource_class"),
@@ -471,7 +476,7 @@ class _MigrationTests(databases.ScratchPerClass):
                         column("extra", JSON), column("created_at"))
             session.execute(insert(old).values(
                 uuid=str(uuid.uuid4()), name="Alloc-Old", state="active",
-                resource_class="RC1", owner="Team-A", node_id=node.id,
+                resource_class="RC1", owner="Team-A", node_id=node_id,
                 traits=["CUSTOM_A"], candidate_nodes=[], extra={"k": "v"},
                 created_at=utcnow()))
         conductors.register(self.db, "Conductor-Old",

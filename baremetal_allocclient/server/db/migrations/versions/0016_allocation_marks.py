@@ -19,7 +19,7 @@ lease).  The downgrade puts them back into ``extra`` as they were
 written (the size as a number).
 
 Revision ID: 0016_allocation_marks
-Revises: 0014_selection_index_in_id_order
+Revises: 0015_chassis
 Create Date: 2026-11-29
 """
 
@@ -33,7 +33,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0016_allocation_marks"
-down_revision = "0014_selection_index_in_id_order"
+down_revision = "0015_chassis"
 branch_labels = None
 depends_on = None
 
