@@ -26,3 +26,14 @@ LEASES: Final = "leases"
 #: every value under it is a string, so a client that decodes ``extra``
 #: as ``map[string]string`` (gophercloud) reads every allocation.
 EXTRA_PREFIX: Final = "baremetal_alloc:"
+#: ``extra`` keys of a group on real Ironic (the SDK writes them; the
+#: reference server keeps a group in its ``group`` field,
+#: :data:`GROUP_FIELD`): the group's name, and its size as a string.
+GROUP_KEY: Final = EXTRA_PREFIX + "group"
+SIZE_KEY: Final = EXTRA_PREFIX + "group_size"
+#: The keys older versions wrote (read, never written): the name, and
+#: the size as a number.
+LEGACY_GROUP_KEY: Final = "baremetal_alloc_group"
+LEGACY_SIZE_KEY: Final = "baremetal_alloc_group_size"
+#: The allocation's field holding the group on the reference server.
+GROUP_FIELD: Final = "group"

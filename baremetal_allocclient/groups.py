@@ -37,15 +37,15 @@ PATH = "/v1/allocation_groups"
 #: The prefix of every ``extra`` key the SDK writes on real Ironic.
 PREFIX = extension_names.EXTRA_PREFIX
 #: ``extra`` key holding the group's name (real Ironic).
-GROUP_KEY = PREFIX + "group"
+GROUP_KEY = extension_names.GROUP_KEY
 #: ``extra`` key holding the group's size, as a string (real Ironic).
-SIZE_KEY = PREFIX + "group_size"
+SIZE_KEY = extension_names.SIZE_KEY
 #: The keys older versions wrote (read, never written): the name, and
 #: the size as a number.
-LEGACY_GROUP_KEY = "baremetal_alloc_group"
-LEGACY_SIZE_KEY = "baremetal_alloc_group_size"
+LEGACY_GROUP_KEY = extension_names.LEGACY_GROUP_KEY
+LEGACY_SIZE_KEY = extension_names.LEGACY_SIZE_KEY
 #: The allocation's field holding the group on the reference server.
-FIELD = "group"
+FIELD = extension_names.GROUP_FIELD
 #: Largest group (the same bound as ``create --count``).
 MAX_SIZE = 1000
 #: Longest group name: members add ``-`` and up to three digits and must

@@ -22,13 +22,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from baremetal_allocclient import groups, leases
+from baremetal_allocclient import extension_names as names
+from baremetal_allocclient import leases
 
 #: The keys of the marks (what :func:`split` takes out of ``extra``).
-KEYS = frozenset({groups.GROUP_KEY, groups.SIZE_KEY, leases.EXPIRES_KEY,
+KEYS = frozenset({names.GROUP_KEY, names.SIZE_KEY, leases.EXPIRES_KEY,
                   leases.DURATION_KEY})
 #: The same, with the keys older versions wrote.
-READ_KEYS = KEYS | {groups.LEGACY_GROUP_KEY, groups.LEGACY_SIZE_KEY}
+READ_KEYS = KEYS | {names.LEGACY_GROUP_KEY, names.LEGACY_SIZE_KEY}
 
 
 def split(extra: Mapping[str, Any] | None
@@ -45,6 +46,10 @@ def split(extra: Mapping[str, Any] | None
 def to_fields(marks: Mapping[str, Any]) -> dict[str, Any]:
     """The ``group`` and ``lease`` fields of a request to the reference
     server carrying these marks (only those there are; pure)."""
+    # (Only a create or renewal needs the groups module: a list does not
+    # import it, tests/functional/cli/test_startup_imports.py.)
+    from baremetal_allocclient import groups
+
     fields: dict[str, Any] = {}
     name = groups.group_of(marks)
     if name is not None:
@@ -63,12 +68,12 @@ def from_fields(document: Mapping[str, Any]) -> dict[str, Any]:
     """The marks in an allocation document's ``group`` and ``lease``
     fields (the reference server's, for a request that opted in)."""
     marks: dict[str, Any] = {}
-    group = document.get(groups.FIELD)
+    group = document.get(names.GROUP_FIELD)
     if isinstance(group, Mapping) and isinstance(group.get("name"), str):
-        marks[groups.GROUP_KEY] = group["name"]
+        marks[names.GROUP_KEY] = group["name"]
         size = group.get("size")
         if isinstance(size, int) and not isinstance(size, bool):
-            marks[groups.SIZE_KEY] = str(size)
+            marks[names.SIZE_KEY] = str(size)
     lease = document.get(leases.FIELD)
     if isinstance(lease, Mapping) and isinstance(lease.get("expires_at"),
                                                  str):

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from baremetal_allocclient import extension_names, groups, leases, marks
+from baremetal_allocclient import extension_names, leases, marks
 
 if TYPE_CHECKING:
     from baremetal_allocclient.v1.protocol import Session
@@ -63,9 +63,9 @@ def outgoing(session: Session, body: dict[str, Any]) -> list[str]:
         body.pop("extra", None)
     fields = marks.to_fields(found)
     body.update(fields)
-    return [name for name, field in ((extension_names.GROUPS, groups.FIELD),
-                                     (extension_names.LEASES, leases.FIELD))
-            if field in fields]
+    named = ((extension_names.GROUPS, extension_names.GROUP_FIELD),
+             (extension_names.LEASES, leases.FIELD))
+    return [name for name, field in named if field in fields]
 
 
 def lease_patch(session: Session, set_extra: Mapping[str, Any] | None,
