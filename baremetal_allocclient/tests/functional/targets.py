@@ -467,7 +467,8 @@ _IRONIC = Lazy(start_ironic, Target.stop)
 #: The shared broker target's mirror rounds (seconds): the server's
 #: default.  Each round lists every node of its Ironic, which grows with
 #: every test of the worker; the tests rely on the reads after a change
-#: made through the server, never on a round.
+#: made through the server, but for one teardown made directly in Ironic
+#: (it waits 30 s for a round).
 BROKER_SYNC_INTERVAL = 10.0
 _BROKER = Lazy(lambda: start_broker(
     "--ironic-sync-interval", str(BROKER_SYNC_INTERVAL)), Target.stop)
