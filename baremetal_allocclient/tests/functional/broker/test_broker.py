@@ -163,7 +163,8 @@ class TestReservation(_BrokerCase):
 
     def test_a_teardown_in_ironic_releases_the_allocation(self) -> None:
         """Ironic deletes the allocation of a node it tears down; the
-        server follows."""
+        server follows as soon as it reads the node (here, a client's
+        read through it; else its next round)."""
         rc, _nodes = self.enroll(1)
         allocation = self.via_server(rc)
         node = allocation["node_uuid"]
@@ -176,6 +177,7 @@ class TestReservation(_BrokerCase):
                 and not n["target_provision_state"]), what=target)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
+            self.broker.expect(200, "GET", f"/v1/nodes/{node}")
             if self.broker.request(
                     "GET", f"/v1/allocations/{allocation['uuid']}"
             ).status_code == 404:
