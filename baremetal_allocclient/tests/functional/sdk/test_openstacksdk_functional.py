@@ -20,16 +20,23 @@ _SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..",
                        "tools", "openstacksdk-functional")
 
 
+def run_and_check(case: testtools.TestCase, *args: str,
+                  at_least: int) -> None:
+    """Run ``tools/openstacksdk-functional`` with ``args`` and insist
+    that at least ``at_least`` tests passed and none failed."""
+    result = subprocess.run(
+        [sys.executable, os.path.abspath(_SCRIPT), *args],
+        capture_output=True, text=True, timeout=900, check=False)
+    tail = result.stdout[-4000:] + result.stderr[-2000:]
+    case.assertEqual(0, result.returncode, tail)
+    summary = result.stdout.strip().splitlines()[-1]
+    case.assertRegex(summary, r"^\d+ passed", tail)
+    case.assertIsNone(re.search(r"\b(failed|error|errors)\b", summary),
+                      tail)
+    case.assertGreaterEqual(int(summary.split()[0]), at_least, tail)
+
+
 class OpenStackSdkFunctionalTests(testtools.TestCase):
 
     def test_node_allocation_and_port_files_pass(self) -> None:
-        result = subprocess.run(
-            [sys.executable, os.path.abspath(_SCRIPT)],
-            capture_output=True, text=True, timeout=900, check=False)
-        tail = result.stdout[-4000:] + result.stderr[-2000:]
-        self.assertEqual(0, result.returncode, tail)
-        summary = result.stdout.strip().splitlines()[-1]
-        self.assertRegex(summary, r"^\d+ passed", tail)
-        self.assertIsNone(re.search(r"\b(failed|error|errors)\b", summary),
-                          tail)
-        self.assertGreaterEqual(int(summary.split()[0]), 40, tail)
+        run_and_check(self, at_least=40)
