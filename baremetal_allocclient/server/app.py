@@ -27,8 +27,12 @@ from baremetal_allocclient.server.api import (
     storable,
     versions,
 )
-from baremetal_allocclient.server.api.auth import principal_of
-from baremetal_allocclient.server.api.context import Context, json_response
+from baremetal_allocclient.server.api.auth import named_node, principal_of
+from baremetal_allocclient.server.api.context import (
+    Context,
+    json_response,
+    node_scope,
+)
 from baremetal_allocclient.server.api.errors import (
     ApiError,
     RouteError,
@@ -43,7 +47,7 @@ from baremetal_allocclient.server.db.engine import (
     is_unavailable,
     short_reason,
 )
-from baremetal_allocclient.server.domain.errors import DomainError
+from baremetal_allocclient.server.domain.errors import DomainError, Forbidden
 from baremetal_allocclient.server.domain.recording import (
     REQUEST,
     RequestInfo,
@@ -58,6 +62,7 @@ from baremetal_allocclient.server.ironic.handlers import (
     vifs,
     vmedia,
 )
+from baremetal_allocclient.server.ironic.service import nodes as node_service
 from baremetal_allocclient.server.metrics import endpoints
 from baremetal_allocclient.server.services import Services
 
@@ -294,8 +299,12 @@ class Application:
                 if self._passthrough is None or exc.status != 404:
                     raise
                 request.environ[ROUTE_KEY] = PASSTHROUGH
+                refused = principal_of(request.environ).refused
+                if refused is not None:  # Ironic may not ask this user
+                    raise Forbidden(refused) from None
                 return self._passthrough(request, version), version
             request.environ[ROUTE_KEY] = route.template
+            _refuse_once_found(ctx)
             limits.check_query(route.template, request.method,
                                request.args.pairs)
             handler = self._handlers[route.endpoint]
@@ -412,3 +421,15 @@ class Application:
         LOG.error("Unexpected error in %s %s", request.method, request.path,
                   exc_info=exc)
         return json_response(error_body(500, INTERNAL_ERROR), 500)
+
+
+def _refuse_once_found(ctx: Context) -> None:
+    """A role refusal the authentication left for a request naming a
+    node: 404 when the caller cannot see that node, else 403."""
+    refused = principal_of(ctx.request.environ).refused
+    if refused is None:
+        return
+    ident = named_node(ctx.request.path)
+    if ident is not None:
+        node_service.find(ctx.services.db, node_scope(ctx), ident)
+    raise Forbidden(refused)
