@@ -32,21 +32,6 @@ from baremetal_allocclient.tests.functional.keystone import _cloud, _keystone
 VERSION = {"X-OpenStack-Ironic-API-Version": "1.82"}
 
 
-def _authtoken(cloud: _cloud.Cloud) -> str:
-    """Ironic's ``[keystone_authtoken]``: the cloud's service user."""
-    return (
-        "[keystone_authtoken]\n"
-        f"www_authenticate_uri = {cloud.keystone.url}\n"
-        f"auth_url = {cloud.keystone.url}\n"
-        "auth_type = password\n"
-        f"username = {_cloud.SERVICE}\n"
-        f"password = {cloud.users[_cloud.SERVICE].password}\n"
-        "user_domain_name = Default\n"
-        "project_name = service\n"
-        "project_domain_name = Default\n"
-        f"region_name = {_keystone.REGION}\n")
-
-
 def _clouds_yaml(directory: str, cloud: _cloud.Cloud) -> str:
     """A clouds.yaml whose cloud ``fronted`` is the system admin."""
     path = os.path.join(directory, "clouds.yaml")
@@ -81,7 +66,7 @@ class TestBrokerInFrontOfKeystoneIronic(testtools.TestCase):
         if database is not None:
             cls.addClassCleanup(database.drop)
         cls.ironic = started(targets.Ironic(
-            database, keystone=_authtoken(cls.cloud)))
+            database, keystone=cls.cloud.ironic_keystone()))
         cls.addClassCleanup(cls.ironic.close)
         # The catalog's baremetal endpoint is this Ironic: the server,
         # given no [ironic] url, finds it there.
