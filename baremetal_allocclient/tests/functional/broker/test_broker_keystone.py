@@ -21,32 +21,13 @@ from typing import Any, ClassVar
 
 import requests
 import testtools
-import yaml
 
-from baremetal_allocclient.tests.fixtures import databases
 from baremetal_allocclient.tests.fixtures.launcher import ServerProcess
-from baremetal_allocclient.tests.fixtures.peers import started
 from baremetal_allocclient.tests.functional import targets
-from baremetal_allocclient.tests.functional.keystone import _cloud, _keystone
+from baremetal_allocclient.tests.functional.broker import _keystone_broker
+from baremetal_allocclient.tests.functional.keystone import _cloud
 
 VERSION = {"X-OpenStack-Ironic-API-Version": "1.82"}
-
-
-def _clouds_yaml(directory: str, cloud: _cloud.Cloud) -> str:
-    """A clouds.yaml whose cloud ``fronted`` is the system admin."""
-    path = os.path.join(directory, "clouds.yaml")
-    with open(path, "w", encoding="utf-8") as stream:
-        yaml.safe_dump({"clouds": {"fronted": {
-            "auth_type": "password",
-            "auth": {"auth_url": cloud.keystone.url,
-                     "username": _cloud.ADMIN,
-                     "password": cloud.users[_cloud.ADMIN].password,
-                     "user_domain_id": "default",
-                     "system_scope": "all"},
-            "region_name": _keystone.REGION,
-            "identity_api_version": 3,
-        }}}, stream)
-    return path
 
 
 class TestBrokerInFrontOfKeystoneIronic(testtools.TestCase):
@@ -61,27 +42,13 @@ class TestBrokerInFrontOfKeystoneIronic(testtools.TestCase):
             raise testtools.TestCase.skipException("real Ironic skipped")
         cls.cloud = _cloud.Cloud(hash_rounds=4)
         cls.addClassCleanup(cls.cloud.close)
-        database = (databases.ScratchDatabase("mysql")
-                    if os.environ.get(databases.MYSQL_ENV) else None)
-        if database is not None:
-            cls.addClassCleanup(database.drop)
-        cls.ironic = started(targets.Ironic(
-            database, keystone=cls.cloud.ironic_keystone()))
-        cls.addClassCleanup(cls.ironic.close)
+        cls.ironic = _keystone_broker.start_ironic(cls.cloud,
+                                                   cls.addClassCleanup)
         # The catalog's baremetal endpoint is this Ironic: the server,
         # given no [ironic] url, finds it there.
         cls.cloud.point_endpoint(cls.ironic.endpoint)
-        cls.broker = ServerProcess()
-        cls.addClassCleanup(cls.broker.cleanup)
-        clouds = _clouds_yaml(cls.broker.tmpdir, cls.cloud)
-        cls.broker.start(
-            "--backend", "ironic", "--ironic-cloud", "fronted",
-            "--auth-strategy", "keystone", "--keystone-config",
-            cls.cloud.keystone_config(cls.broker.tmpdir),
-            schema=True, timeout=120,
-            env={_cloud.PASSWORD_ENV:
-                 cls.cloud.users[_cloud.SERVICE].password,
-                 "OS_CLIENT_CONFIG_FILE": clouds})
+        cls.broker = _keystone_broker.start_broker(cls.cloud,
+                                                   cls.addClassCleanup)
 
     # -- helpers ------------------------------------------------------------
     def call(self, user: str | None, method: str, url: str,

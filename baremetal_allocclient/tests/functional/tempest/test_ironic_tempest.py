@@ -20,6 +20,7 @@ asserted, so a test the plugin renames or a new failure is seen.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import tempfile
@@ -29,6 +30,8 @@ from typing import ClassVar
 import testtools
 
 from baremetal_allocclient.tests.fixtures import databases
+from baremetal_allocclient.tests.functional import targets
+from baremetal_allocclient.tests.functional.broker import _keystone_broker
 from baremetal_allocclient.tests.functional.keystone import _cloud, _keystone
 from baremetal_allocclient.tests.functional.tempest import _tempest
 
@@ -135,6 +138,23 @@ class IronicTempestTests(testtools.TestCase):
                         self.cloud.server.endpoint)
         found = self.tempest(_exactly(OWNER_LESSEE))
         self.assertAllPass(found, len(OWNER_LESSEE), _NODES)
+
+    def test_allocations_through_the_broker(self) -> None:
+        """The allocation tests through the server in front of a real
+        Ironic behind the same Keystone (``--backend ironic``): the
+        server is the catalog's endpoint; it claims in Ironic with its
+        own system-scoped account and passes the rest (nodes, chassis)
+        on with tempest's tokens."""
+        if os.environ.get(targets.IRONIC_SWITCH_ENV, "1") == "0":
+            self.skipTest("real Ironic skipped")
+        ironic = _keystone_broker.start_ironic(self.cloud, self.addCleanup)
+        broker = _keystone_broker.start_broker(
+            self.cloud, self.addCleanup, "--ironic-url", ironic.endpoint)
+        self.cloud.point_endpoint(broker.endpoint)
+        self.addCleanup(self.cloud.point_endpoint,
+                        self.cloud.server.endpoint)
+        found = self.tempest([f"^{re.escape(ALLOCATIONS)}"])
+        self.assertAllPass(found, ALLOCATION_TESTS, ALLOCATIONS)
 
     def test_owner_lessee_postgresql(self) -> None:
         self._owner_lessee("postgresql")
