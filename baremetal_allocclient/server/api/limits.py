@@ -28,7 +28,7 @@ NODE_FILTERS = (
     "associated", "conductor_group", "driver", "fault", "instance_uuid",
     "lessee", "maintenance", "owner", "provision_state", "resource_class",
     "retired", "shard", "sharded", "parent_node", "include_children",
-    "instance_name", "chassis_uuid",
+    "instance_name", "chassis_uuid", "conductor",
 )
 ALLOCATION_FILTERS = ("node", "owner", "resource_class", "state")
 PORT_FILTERS = ("address", "node", "node_uuid")
