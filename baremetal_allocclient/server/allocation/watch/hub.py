@@ -31,6 +31,8 @@ from baremetal_allocclient.server.allocation.watch import events
 LOG = logging.getLogger(__name__)
 _RESET = struct.pack("ii", 1, 0)
 _END = b"0\r\n\r\n"
+#: The kernel's send buffer of a watcher's socket (bytes).
+SEND_BUFFER = 65536
 
 
 def chunk(data: bytes) -> bytes:
@@ -153,6 +155,14 @@ class Hub:
 
     def _on_add(self, watcher: Watcher, first: bytes, end: bool) -> None:
         watcher.sock.setblocking(False)
+        with contextlib.suppress(OSError):
+            # A fixed send buffer (no autotuning to megabytes): what a
+            # watcher leaves unread stays within about twice this plus
+            # buffer_limit, and the idle ones cost little kernel memory.
+            watcher.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF,
+                                    SEND_BUFFER)
+            watcher.sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE,
+                                    1)
         self._watchers.add(watcher)
         self._selector.register(watcher.sock, selectors.EVENT_READ, watcher)
         watcher.end_when_sent = end
