@@ -184,11 +184,14 @@ class Hub:
                 self._send(watcher, chunk(events.heartbeat(watcher.cursor)))
 
     def _send(self, watcher: Watcher, data: bytes) -> None:
+        # What was left unsent before this chunk is what the watcher did
+        # not read: one chunk larger than the limit (a large extra) still
+        # reaches a watcher that reads.
         watcher.out += data
         watcher.last_sent = time.monotonic()
         self._flush(watcher)
         if watcher in self._watchers and \
-                len(watcher.out) > self.buffer_limit:
+                len(watcher.out) - len(data) > self.buffer_limit:
             self.dropped_slow += 1
             LOG.info("Watcher dropped: %d bytes unread", len(watcher.out))
             self._close(watcher, reset=True)
