@@ -146,10 +146,11 @@ class Hub:
 
     def _on_stop(self) -> None:
         for watcher in list(self._watchers):
+            # What the socket takes now, never a wait (a stop must not
+            # hang on a watcher that does not read): a watcher that got
+            # the end of body knows the stream ended cleanly.
             with contextlib.suppress(OSError):
-                watcher.sock.setblocking(True)
-                watcher.sock.settimeout(1.0)
-                watcher.sock.sendall(bytes(watcher.out) + _END)
+                watcher.sock.send(bytes(watcher.out) + _END)
             self._close(watcher)
         self._stopped = True
 
