@@ -113,7 +113,10 @@ class Feed:
             self.position = log.position(self.db).last
             return
         while self._joining:
-            self._catch_up(self._joining.popleft(), self.position)
+            # Taken off only once caught up: a round the database fails
+            # leaves it for the next one.
+            self._catch_up(self._joining[0], self.position)
+            self._joining.popleft()
         while True:
             rows = log.read(self.db, self.position)
             if not rows:

@@ -128,21 +128,30 @@ class Hub:
     def _run(self) -> None:
         tick = min(self.heartbeat / 2, 1.0)
         while not self._stopped:
-            for key, mask in self._selector.select(tick):
-                if key.data is None:
-                    with contextlib.suppress(BlockingIOError):
-                        self._wake_r.recv(4096)
-                    continue
-                watcher: Watcher = key.data
-                if mask & selectors.EVENT_READ:
-                    self._read(watcher)
-                if mask & selectors.EVENT_WRITE and \
-                        watcher in self._watchers:
-                    self._flush(watcher)
-            while self._commands:
-                self._commands.popleft()()
-            self._beat(time.monotonic())
+            try:
+                self._round(tick)
+            except Exception:  # the thread serves every watcher: go on
+                LOG.exception("Watch hub round failed")
         self._selector.close()
+
+    def _round(self, tick: float) -> None:
+        for key, mask in self._selector.select(tick):
+            if key.data is None:
+                with contextlib.suppress(BlockingIOError):
+                    self._wake_r.recv(4096)
+                continue
+            watcher: Watcher = key.data
+            if mask & selectors.EVENT_READ:
+                self._read(watcher)
+            if mask & selectors.EVENT_WRITE and watcher in self._watchers:
+                self._flush(watcher)
+        while self._commands:
+            command = self._commands.popleft()
+            try:
+                command()
+            except Exception:
+                LOG.exception("Watch hub command failed")
+        self._beat(time.monotonic())
 
     def _on_stop(self) -> None:
         for watcher in list(self._watchers):
@@ -155,7 +164,11 @@ class Hub:
         self._stopped = True
 
     def _on_add(self, watcher: Watcher, first: bytes, end: bool) -> None:
-        watcher.sock.setblocking(False)
+        try:
+            watcher.sock.setblocking(False)
+        except OSError:  # closed before it was added
+            self.release()
+            return
         with contextlib.suppress(OSError):
             # A fixed send buffer (no autotuning to megabytes): what a
             # watcher leaves unread stays within about twice this plus
@@ -164,8 +177,14 @@ class Hub:
                                     SEND_BUFFER)
             watcher.sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE,
                                     1)
+        try:
+            self._selector.register(watcher.sock, selectors.EVENT_READ,
+                                    watcher)
+        except (OSError, ValueError):
+            watcher.sock.close()
+            self.release()
+            return
         self._watchers.add(watcher)
-        self._selector.register(watcher.sock, selectors.EVENT_READ, watcher)
         watcher.end_when_sent = end
         self._send(watcher, first)
 
