@@ -105,14 +105,16 @@ def prune(db: Database, retention: float,
     """Forget the changes sequenced more than ``retention`` seconds ago;
     the highest cursor forgotten (0: none)."""
     before = (now or utcnow()) - datetime.timedelta(seconds=retention)
-    with db.write() as session:
-        session.execute(update(AllocationChangeCursor).where(_CURSOR_ROW)
-                        .values(last_seq=AllocationChangeCursor.last_seq))
+    # Found before the lock (a scan): sequencers do not wait for it.
+    with db.read() as session:
         highest = session.execute(
             select(func.max(AllocationChange.seq)).where(
                 AllocationChange.sequenced_at < before)).scalar_one()
-        if highest is None:
-            return 0
+    if highest is None:
+        return 0
+    with db.write() as session:
+        session.execute(update(AllocationChangeCursor).where(_CURSOR_ROW)
+                        .values(last_seq=AllocationChangeCursor.last_seq))
         session.execute(delete(AllocationChange).where(
             AllocationChange.seq <= highest))
         session.execute(update(AllocationChangeCursor).where(_CURSOR_ROW)
