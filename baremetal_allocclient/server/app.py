@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from baremetal_allocclient.constraints import EXPLAIN_PATH
+from baremetal_allocclient.extension_names import WATCH_PATH
 from baremetal_allocclient.groups import PATH as GROUPS_PATH
 from baremetal_allocclient.server import openapi
 from baremetal_allocclient.server.allocation.handlers import (
@@ -21,6 +22,7 @@ from baremetal_allocclient.server.allocation.handlers import (
     explain,
     extensions,
     groups,
+    watch,
 )
 from baremetal_allocclient.server.api import (
     limits,
@@ -147,6 +149,7 @@ _ROUTES: list[tuple[str, str, Handler]] = [
     (capacity.PATH, "GET", capacity.get_capacity),  # our extension
     (EXPLAIN_PATH, "POST", explain.explain_allocation),  # our extension
     (GROUPS_PATH, "POST", groups.create_group),  # our extension
+    (WATCH_PATH, "GET", watch.watch_allocations),  # our extension
     (endpoints.PATH, "GET", endpoints.serve_metrics),  # admins only
 ]
 
@@ -155,7 +158,7 @@ _ROUTES: list[tuple[str, str, Handler]] = [
 #: broker); every other path is passed through to Ironic.
 _BROKER_OWNS = frozenset({
     "/v1/nodes/<ident>/allocation", "/v1/openapi.json", capacity.PATH,
-    EXPLAIN_PATH, GROUPS_PATH, endpoints.PATH,
+    EXPLAIN_PATH, GROUPS_PATH, WATCH_PATH, endpoints.PATH,
 })
 #: The route of a request passed through, for the metrics.
 PASSTHROUGH = "passthrough"

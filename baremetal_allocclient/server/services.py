@@ -20,6 +20,7 @@ from baremetal_allocclient.server.allocation.wait_permits import (
     WaitPermits,
     waiting_capacity,
 )
+from baremetal_allocclient.server.allocation.watch.feed import Feed
 from baremetal_allocclient.server.allocation.workers import AllocationWorkers
 from baremetal_allocclient.server.api import prefer
 from baremetal_allocclient.server.broker.passthrough import Passthrough
@@ -72,6 +73,8 @@ class Services:
     #: Routes the server does not own, sent on to the real Ironic it
     #: fronts (``--backend ironic``); None: the server owns every route.
     passthrough: Passthrough | None = None
+    #: The change stream (the watch extension); None: not offered.
+    watch: Feed | None = None
 
     @property
     def recorder(self) -> Recorder:

@@ -27,7 +27,8 @@ RESULTS = os.path.join(REPO, "benchmarks", "results")
 WRITERS = ("app_loop", "blank_lines", "broker", "cli_startup", "constraints",
            "delete_cost", "fleet_dashboard", "floor", "floor_profile",
            "frontend", "galera", "instructions", "metrics_cost", "pair",
-           "private_fallbacks", "run", "steady_memory", "traits")
+           "private_fallbacks", "run", "steady_memory", "traits",
+           "stream_wait", "watchers")
 DEFAULT = re.compile(r"--output\b.*?\(default: ([^;)\s]+)", re.S)
 
 
