@@ -39,5 +39,9 @@ LEGACY_SIZE_KEY: Final = "baremetal_alloc_group_size"
 GROUP_FIELD: Final = "group"
 #: The change stream of allocations (watch instead of poll).
 WATCH: Final = "watch"
+#: The cursor to watch from, on an allocation list or create that opted
+#: in to the watch extension (its presence says the server offers the
+#: stream).
+WATCH_CURSOR_HEADER: Final = "X-Baremetal-Alloc-Watch-Cursor"
 #: Its path (a path Ironic does not have).
 WATCH_PATH: Final = "/v1/allocation_changes"

@@ -110,6 +110,9 @@ def _post(
         if existing is None:
             raise
         return existing
+    if response.headers.get(extension_names.WATCH_CURSOR_HEADER,
+                            "").isdigit():
+        session._watch_offered = True
     return allocations.parse(session, response)
 
 
@@ -134,6 +137,10 @@ def _prepare(
         opted_in.append(extension_names.QUEUE)
     opted_in += [name for name in session._known_extensions()
                  if name not in opted_in]
+    if prefer_wait is not None:
+        # A caller that waits: a server with the change stream says so
+        # in its answer (no request of its own; Ironic ignores it).
+        opted_in.append(extension_names.WATCH)
     hold = None if prefer_wait is None else deadline.hold(prefer_wait)
     headers = prefer_wait_header(hold, session._transport.request_timeout)
     if opted_in:

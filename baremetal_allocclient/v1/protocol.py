@@ -50,6 +50,9 @@ class Session(Protocol):
     #: Whether a create asked the server for a place in line (then
     #: allocation reads ask it for the position too).
     _queue_used: bool
+    #: Whether a create's answer said the server offers the change
+    #: stream.
+    _watch_offered: bool
 
     def sleep(self, seconds: float) -> None:
         """Pause (injected by tests)."""

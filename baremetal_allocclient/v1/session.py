@@ -52,6 +52,9 @@ class ApiSession:
         #: Whether a create asked the server for a place in line (then
         #: allocation reads ask it for the position too).
         self._queue_used = False
+        #: Whether a create's answer said the server offers the change
+        #: stream (waits then watch instead of polling).
+        self._watch_offered = False
         #: Jitter of the pauses between attempts to find capacity.
         self._rng: random.Random = _rng or random.SystemRandom()
 

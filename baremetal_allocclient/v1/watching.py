@@ -67,14 +67,18 @@ def supported(session: Session) -> bool:
 
 
 def known_supported(session: Session) -> bool:
-    """Whether ``GET /v1``, if this client read it already, offers the
-    stream (no request)."""
+    """Whether the server offers the stream, known without a request:
+    a create of this client's that opted in got the cursor header, or
+    ``GET /v1``, if read already, advertises it (real Ironic: neither,
+    so a wait there costs what it cost before)."""
+    if session._watch_offered:
+        return True
     doc = getattr(session, "_v1_doc", None)
     return doc is not None and advertised(doc) is not None
 
 
 #: The header of an allocation list giving the cursor to watch from.
-CURSOR_HEADER = "X-Baremetal-Alloc-Watch-Cursor"
+CURSOR_HEADER = extension_names.WATCH_CURSOR_HEADER
 
 
 def cursor(session: Session) -> int:

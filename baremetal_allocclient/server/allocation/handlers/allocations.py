@@ -198,6 +198,9 @@ def create_allocation(ctx: Context) -> Response:
         created_at=now,
         marks=columns,
     )
+    # Read before the create: its own changes come after this cursor.
+    cursor = (watching.cursor(services.db) if watch.opted_in(ctx)
+              else None)
     answer = creating.create(services.db, services.workers, services.waiting,
                              new, principal(ctx), wait,
                              _line_scope(ctx))
@@ -211,6 +214,8 @@ def create_allocation(ctx: Context) -> Response:
                         _queue_field(allocation, view, answer.position))
     if answer.waited:
         response.headers["Preference-Applied"] = f"wait={int(wait)}"
+    if cursor is not None:
+        response.headers[extensions.WATCH_CURSOR_HEADER] = str(cursor)
     return response
 
 

@@ -41,7 +41,7 @@ QUEUE_VERSION = 1
 WATCH_VERSION = 1
 #: The header of an allocation list (opted into the watch extension)
 #: giving the cursor to watch from.
-WATCH_CURSOR_HEADER = "X-Baremetal-Alloc-Watch-Cursor"
+WATCH_CURSOR_HEADER = extension_names.WATCH_CURSOR_HEADER
 #: Version of the constraints extension's wire format.
 CONSTRAINTS_VERSION = 1
 #: Version of the leases extension: 2, the ``lease`` field (1 read two

@@ -97,3 +97,29 @@ class WatchSdkTests(testtools.TestCase):
         client = self._client()
         self.assertRaises(exceptions.Gone, list,
                           client.watch_allocations(since=10**15, timeout=5))
+
+
+class WaitAfterCreateTests(testtools.TestCase):
+    """A client that never read ``GET /v1`` itself: the create that
+    asked to wait learns from the answer that the server has the stream,
+    and the wait after it watches instead of polling."""
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        super().setUpClass()
+        cls.server = serve_for_class(cls, "--allocation-delay", "3")
+
+    def test_the_wait_after_a_held_create_watches(self) -> None:
+        client = Client.from_endpoint(self.server.endpoint)
+        self.addCleanup(client.close)
+        name = "h-" + uuid.uuid4().hex[:8]
+        created = client.create_allocation(resource_class="none-" + name,
+                                           name=name, prefer_wait=1)
+        self.assertEqual("allocating", created.state)
+        self.assertRaises(exceptions.AllocationFailed,
+                          client.wait_for_allocation, created, timeout=20)
+        gets = self.server.log().count(f"GET /v1/allocations/{created.uuid}")
+        # On the stream: one read when it opens, one at the end (polling
+        # from 0.05 s doubling would read about six times in 2 s).
+        self.assertEqual(2, gets)
+        self.assertEqual(1, self.server.log().count("GET /v1 "))
