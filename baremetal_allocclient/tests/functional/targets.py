@@ -351,6 +351,10 @@ def ironic_config(workdir: str, port: int,
     lines += [
         "[api]", "host_ip = 127.0.0.1", f"port = {port}", "api_workers = 1",
         "[conductor]", "automated_clean = false",
+        # No power-state sync: every test sets the power it wants, and
+        # each round reads every node the worker's tests made (Ironics
+        # idle in all test workers spent a few per cent of a core on it).
+        "sync_power_state_interval = 0",
         # SQLite's busy wait 30 s, not pysqlite's 5 s: on a loaded
         # two-core machine Ironic's own API and conductor otherwise answer
         # 500 "database is locked" to each other's writes.
@@ -477,7 +481,7 @@ _IRONIC = Lazy(start_ironic, Target.stop)
 #: (at 2 s the rounds kept the suite's Ironics busy); the tests rely on
 #: the reads after a change made through the server, or on a client's
 #: read of a node through it, never on a round.
-BROKER_SYNC_INTERVAL = 60.0
+BROKER_SYNC_INTERVAL = 600.0
 _BROKER = Lazy(lambda: start_broker(
     "--ironic-sync-interval", str(BROKER_SYNC_INTERVAL)), Target.stop)
 
