@@ -10,12 +10,12 @@ A request is narrowed by :func:`steps`, in the order of the one table
 power state, unreserved, the allocation's owner (node owner *or* lessee,
 as Ironic matches it), candidate nodes -- Ironic's one query --, then
 required traits (Ironic's second stage), then the constraints
-extension's steps: node owner, node lessee, forbidden traits, each
-property constraint, conductor group, shard, required node name.  The
-server's selection SQL, ``last_error``, ``explain`` and the SDK's
-prefilter all take this order and :func:`reason`'s wording, so the
-message and the funnel of one request name the same step, in Ironic's
-words for Ironic's steps.
+extension's steps: node owner, node lessee, forbidden traits, any of
+some traits, each property constraint, conductor group, shard, required
+node name.  The server's selection SQL, ``last_error``, ``explain``
+and the SDK's prefilter all take this order and :func:`reason`'s
+wording, so the message and the funnel of one request name the same
+step, in Ironic's words for Ironic's steps.
 """
 
 from __future__ import annotations
@@ -85,7 +85,38 @@ class Op(enum.Enum):
     """How a property constraint compares."""
 
     MIN = "min"  # numeric value >= the constraint
+    MAX = "max"  # numeric value <= the constraint
     EQ = "eq"  # equal: numerically when both are numbers, else as text
+    IN = "in"  # equal (as ``eq``) to one of a set of values
+    NOT_IN = "not_in"  # missing, or equal to none of a set of values
+    EXISTS = "exists"  # the key is present (any value, even null)
+    NOT_EXISTS = "not_exists"  # the key is absent
+
+
+#: Operators whose value is a number / a set of values / nothing (the
+#: wire carries ``true``).
+NUMERIC_OPS = frozenset({Op.MIN, Op.MAX})
+SET_OPS = frozenset({Op.IN, Op.NOT_IN})
+KEY_OPS = frozenset({Op.EXISTS, Op.NOT_EXISTS})
+#: Largest set an ``in`` / ``not_in`` constraint may carry.
+MAX_SET = 50
+
+
+def equal(value: Any, wanted: str) -> bool:
+    """``eq``'s comparison of a property value with a constraint's
+    value (text): numerically when both are numbers, else as text."""
+    number = as_number(value)
+    wanted_number = as_number(wanted)
+    if number is not None and wanted_number is not None:
+        return number == wanted_number
+    return as_text(value) == wanted
+
+
+def _wire_value(text: str) -> Any:
+    """A numeric constraint value as a JSON number (8, not 8.0)."""
+    number = as_number(text)
+    assert number is not None  # checked when built
+    return int(number) if number.is_integer() else number
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,62 +125,109 @@ class PropertyConstraint:
 
     key: str
     op: Op
-    value: str  # the constraint's value as text (see :func:`as_text`)
+    value: str  # the value as text (see :func:`as_text`); "" for sets/keys
+    #: The set of an ``in`` / ``not_in`` constraint (texts, in order).
+    values: tuple[str, ...] = ()
 
     @property
     def number(self) -> float | None:
-        """The value as a number (always set for ``MIN``)."""
+        """The value as a number (always set for ``MIN`` and ``MAX``)."""
         return as_number(self.value)
 
     @property
     def label(self) -> str:
-        """``cpus>=8`` / ``cpu_arch=x86_64``."""
-        sign = ">=" if self.op is Op.MIN else "="
+        """``cpus>=8``, ``cpus<=8``, ``cpu_arch=x86_64``, ``rack in
+        (r1,r2)``, ``rack not in (r1)``, ``gpu exists``, ``gpu not
+        exists``."""
+        if self.op in SET_OPS:
+            word = "in" if self.op is Op.IN else "not in"
+            return f"{self.key} {word} ({','.join(self.values)})"
+        if self.op in KEY_OPS:
+            word = "exists" if self.op is Op.EXISTS else "not exists"
+            return f"{self.key} {word}"
+        sign = {Op.MIN: ">=", Op.MAX: "<="}.get(self.op, "=")
         return f"{self.key}{sign}{self.value}"
 
     def to_wire(self) -> dict[str, Any]:
-        """``{"key": ..., "min": 8}`` / ``{"key": ..., "eq": "x86_64"}``."""
+        """``{"key": ..., "min": 8}``, ``{"key": ..., "eq": "x86_64"}``,
+        ``{"key": ..., "in": ["r1", "r2"]}``, ``{"key": ..., "exists":
+        true}``..."""
+        if self.op in SET_OPS:
+            return {"key": self.key, self.op.value: list(self.values)}
+        if self.op in KEY_OPS:
+            return {"key": self.key, self.op.value: True}
         if self.op is Op.EQ:
             return {"key": self.key, "eq": self.value}
-        number = self.number
-        assert number is not None  # checked when built
-        return {"key": self.key,
-                "min": int(number) if number.is_integer() else number}
+        return {"key": self.key, self.op.value: _wire_value(self.value)}
 
     def matches(self, properties: Mapping[str, Any] | None) -> bool:
-        """Whether a node's properties satisfy this constraint."""
-        if not properties or self.key not in properties:
-            return False
+        """Whether a node's properties satisfy this constraint.  Only
+        ``not_in`` and ``not_exists`` match a node without the key."""
+        present = bool(properties) and self.key in (properties or {})
+        if self.op in KEY_OPS:
+            return present is (self.op is Op.EXISTS)
+        if not present:
+            return self.op is Op.NOT_IN
+        assert properties is not None
         value = properties[self.key]
-        number = as_number(value)
-        if self.op is Op.MIN:
-            wanted = self.number
-            return number is not None and wanted is not None and (
-                number >= wanted
-            )
-        if number is not None and self.number is not None:
-            return number == self.number
-        return as_text(value) == self.value
+        if self.op in SET_OPS:
+            found = any(equal(value, member) for member in self.values)
+            return found is (self.op is Op.IN)
+        if self.op is Op.EQ:
+            return equal(value, self.value)
+        number, wanted = as_number(value), self.number
+        if number is None or wanted is None:
+            return False
+        return number >= wanted if self.op is Op.MIN else number <= wanted
 
 
-def property_constraint(key: str, op: Op | str, value: Any
+def property_constraint(key: str, op: Op | str, value: Any = True
                         ) -> PropertyConstraint:
-    """Build and check one property constraint."""
+    """Build and check one property constraint: a number for ``min`` and
+    ``max``, a string or number for ``eq``, a list of 1 to
+    :data:`MAX_SET` strings or numbers for ``in`` and ``not_in``, and
+    ``True`` (the default) for ``exists`` and ``not_exists``."""
     if not isinstance(key, str) or not key or len(key) > MAX_KEY:
         raise ConstraintError(
             f"property key must be 1 to {MAX_KEY} characters, got {key!r}"
         )
-    kind = Op(op) if isinstance(op, str) else op
+    try:
+        kind = Op(op) if isinstance(op, str) else op
+    except ValueError:
+        raise ConstraintError(
+            f"property {key}: unknown operator {op!r}") from None
+    if kind in KEY_OPS:
+        if value is not True:
+            raise ConstraintError(
+                f"property {key}: {kind.value} takes the value true")
+        return PropertyConstraint(key, kind, "")
+    if kind in SET_OPS:
+        return PropertyConstraint(key, kind, "", _set_of(key, kind, value))
+    text = _scalar(key, value)
+    if kind in NUMERIC_OPS and as_number(value) is None:
+        word = "minimum" if kind is Op.MIN else "maximum"
+        raise ConstraintError(
+            f"property {key}: a {word} must be a number, got {value!r}"
+        )
+    return PropertyConstraint(key, kind, text)
+
+
+def _scalar(key: str, value: Any) -> str:
     text = as_text(value)
-    if text is None or isinstance(value, dict | list):
+    if text is None or isinstance(value, dict | list | tuple):
         raise ConstraintError(
             f"property {key}: value must be a string or a number"
         )
-    if kind is Op.MIN and as_number(value) is None:
+    return text
+
+
+def _set_of(key: str, kind: Op, value: Any) -> tuple[str, ...]:
+    if (not isinstance(value, list | tuple) or not value
+            or len(value) > MAX_SET):
         raise ConstraintError(
-            f"property {key}: a minimum must be a number, got {value!r}"
-        )
-    return PropertyConstraint(key, kind, text)
+            f"property {key}: {kind.value} takes a list of 1 to {MAX_SET} "
+            "strings or numbers")
+    return tuple(dict.fromkeys(_scalar(key, member) for member in value))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,6 +236,8 @@ class Constraints:
     candidates and the allocation's owner."""
 
     forbidden_traits: tuple[str, ...] = ()
+    #: The node must have at least one of these traits.
+    any_traits: tuple[str, ...] = ()
     properties: tuple[PropertyConstraint, ...] = ()
     conductor_group: str | None = None
     shard: str | None = None
@@ -177,6 +257,8 @@ class Constraints:
         body: dict[str, Any] = {}
         if self.forbidden_traits:
             body["forbidden_traits"] = list(self.forbidden_traits)
+        if self.any_traits:
+            body["any_traits"] = list(self.any_traits)
         if self.properties:
             body["properties"] = [p.to_wire() for p in self.properties]
         for name in ("conductor_group", "shard", "node_owner",
@@ -202,7 +284,8 @@ def from_wire(body: Mapping[str, Any]) -> Constraints:
         ops = [op for op in Op if op.value in item]
         if len(ops) != 1:
             raise ConstraintError(
-                "each property constraint needs exactly one of min, eq"
+                "each property constraint needs exactly one of "
+                + ", ".join(op.value for op in Op)
             )
         props.append(property_constraint(
             item.get("key"), ops[0], item[ops[0].value]))
@@ -212,6 +295,7 @@ def from_wire(body: Mapping[str, Any]) -> Constraints:
     return Constraints(
         forbidden_traits=tuple(dict.fromkeys(
             body.get("forbidden_traits") or ())),
+        any_traits=tuple(dict.fromkeys(body.get("any_traits") or ())),
         properties=tuple(props),
         conductor_group=_lower(body.get("conductor_group")),
         shard=body.get("shard"),
@@ -244,6 +328,7 @@ class Kind(enum.Enum):
     NODE_OWNER = "node_owner"
     NODE_LESSEE = "node_lessee"
     FORBIDDEN_TRAITS = "forbidden_traits"
+    ANY_TRAITS = "any_traits"
     PROPERTY = "property"
     CONDUCTOR_GROUP = "conductor_group"
     SHARD = "shard"
@@ -317,6 +402,8 @@ FUNNEL: tuple[StepKind, ...] = (
     StepKind(Kind.FORBIDDEN_TRAITS,
              _once(lambda s: s.constraints.forbidden_traits),
              Wording.CONSTRAINT),
+    StepKind(Kind.ANY_TRAITS, _once(lambda s: s.constraints.any_traits),
+             Wording.CONSTRAINT),
     StepKind(Kind.PROPERTY, lambda s: len(s.constraints.properties),
              Wording.CONSTRAINT),
     StepKind(Kind.CONDUCTOR_GROUP,
@@ -365,6 +452,8 @@ def node_passes(step: Step, selection: Selection,
     traits = set(node.get("traits") or ())
     if kind is Kind.TRAITS:
         return set(selection.traits) <= traits
+    if kind is Kind.ANY_TRAITS:
+        return bool(set(con.any_traits) & traits)
     return not set(con.forbidden_traits) & traits
 
 
@@ -488,6 +577,8 @@ def _label(selection: Selection, step: Step) -> str:
         return f"property {con.properties[step.index].label}"
     if step.kind is Kind.FORBIDDEN_TRAITS:
         return f"forbidden_traits {', '.join(con.forbidden_traits)}"
+    if step.kind is Kind.ANY_TRAITS:
+        return f"any_traits {', '.join(con.any_traits)}"
     value = {Kind.NODE_OWNER: con.node_owner, Kind.NODE_LESSEE:
              con.node_lessee, Kind.CONDUCTOR_GROUP: con.conductor_group,
              Kind.SHARD: con.shard, Kind.NODE_NAME: con.node_name}

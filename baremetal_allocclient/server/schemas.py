@@ -89,12 +89,20 @@ ALLOCATION_FIELDS = (
 _PROPERTY_VALUE: dict[str, Any] = {
     "type": ["string", "number"], "maxLength": 255,
 }
+_PROPERTY_SET: dict[str, Any] = {
+    "type": "array", "items": _PROPERTY_VALUE, "minItems": 1,
+    "maxItems": constraints.MAX_SET,
+}
 #: The constraints extension's document (doc/source/howto/choosing-nodes.rst).
 CONSTRAINTS: dict[str, Any] = {
     "type": "object",
     "properties": {
         "forbidden_traits": {
             "type": "array", "items": TRAIT,
+            "maxItems": constraints.MAX_FORBIDDEN_TRAITS,
+        },
+        "any_traits": {
+            "type": "array", "items": TRAIT, "minItems": 1,
             "maxItems": constraints.MAX_FORBIDDEN_TRAITS,
         },
         "properties": {
@@ -106,7 +114,12 @@ CONSTRAINTS: dict[str, Any] = {
                     "key": {"type": "string", "minLength": 1,
                             "maxLength": constraints.MAX_KEY},
                     "min": {"type": "number"},
+                    "max": {"type": "number"},
                     "eq": _PROPERTY_VALUE,
+                    "in": _PROPERTY_SET,
+                    "not_in": _PROPERTY_SET,
+                    "exists": {"const": True},
+                    "not_exists": {"const": True},
                 },
                 "required": ["key"],
                 "minProperties": 2,

@@ -90,6 +90,7 @@ def _constraint_params(request: Request) -> dict[str, Any]:
         return {}
     params: dict[str, Any] = {
         "c_forbidden": list(con.forbidden_traits),
+        "c_any_traits": list(con.any_traits),
         "c_node_owner": con.node_owner,
         "c_node_lessee": con.node_lessee,
         "c_group": con.conductor_group,
@@ -100,25 +101,56 @@ def _constraint_params(request: Request) -> dict[str, Any]:
         params[f"c_p{i}_key"] = prop.key
         params[f"c_p{i}_text"] = prop.value
         params[f"c_p{i}_number"] = prop.number
+        params[f"c_p{i}_texts"] = list(prop.values)
+        params[f"c_p{i}_numbers"] = [
+            n for n in map(constraints_module.as_number, prop.values)
+            if n is not None]
     return params
 
 
 def _property_predicate(flt: ConstraintFilter) -> ColumnElement[bool]:
     """EXISTS a normalized property row of the node satisfying it (the
-    primary key (node_id, key) makes it one index lookup per node)."""
+    primary key (node_id, key) makes it one index lookup per node); NOT
+    EXISTS for ``not_in`` and ``not_exists``, which a node without the
+    key passes."""
     i = flt.position
     row = NodeProperty
+    # (variants: min, max, eq_number, eq_text, [not_]in_number,
+    # [not_]in_text, [not_]exists -- see selection._property_variant)
+    negated = flt.variant.startswith("not_")
+    variant, _, kind = flt.variant.removeprefix("not_").partition("_")
+    test = _property_test(i, variant, kind)
+    found = exists().where(row.node_id == Node.id,
+                           row.key == bindparam(f"c_p{i}_key"), *test)
+    return ~found if negated else found
+
+
+def _property_test(i: int, variant: str, kind: str
+                   ) -> list[ColumnElement[bool]]:
+    """The condition on the row of one property constraint (none for
+    ``exists``): ``variant`` is the operator (``in`` for ``not_in``
+    too), ``kind`` whether the value (or set) holds a number."""
+    row = NodeProperty
     number: BindParameter[float] = bindparam(f"c_p{i}_number")
-    if flt.variant == "min":
-        test: ColumnElement[bool] = row.number >= number
-    elif flt.variant == "eq_number":
-        test = or_(row.number == number,
-                   and_(row.number.is_(None),
-                        row.text == bindparam(f"c_p{i}_text")))
-    else:
-        test = row.text == bindparam(f"c_p{i}_text")
-    return exists().where(row.node_id == Node.id,
-                          row.key == bindparam(f"c_p{i}_key"), test)
+    if variant == "min":
+        return [row.number >= number]
+    if variant == "max":
+        return [row.number <= number]
+    if variant == "eq":
+        if kind == "number":
+            return [or_(row.number == number,
+                        and_(row.number.is_(None),
+                             row.text == bindparam(f"c_p{i}_text")))]
+        return [row.text == bindparam(f"c_p{i}_text")]
+    if variant == "in":
+        texts = row.text.in_(bindparam(f"c_p{i}_texts", expanding=True))
+        if kind == "number":
+            numbers: BindParameter[list[float]] = bindparam(
+                f"c_p{i}_numbers", expanding=True)
+            return [or_(row.number.in_(numbers),
+                        and_(row.number.is_(None), texts))]
+        return [texts]
+    return []  # exists, not_exists: the row itself
 
 
 def _constraint_predicate(flt: ConstraintFilter) -> ColumnElement[bool]:
@@ -129,6 +161,10 @@ def _constraint_predicate(flt: ConstraintFilter) -> ColumnElement[bool]:
         return ~exists().where(
             NodeTrait.node_id == Node.id,
             NodeTrait.trait.in_(bindparam("c_forbidden", expanding=True)))
+    if kind is Kind.ANY_TRAITS:
+        return exists().where(
+            NodeTrait.node_id == Node.id,
+            NodeTrait.trait.in_(bindparam("c_any_traits", expanding=True)))
     column, param = {
         Kind.NODE_OWNER: (Node.owner, "c_node_owner"),
         Kind.NODE_LESSEE: (Node.lessee, "c_node_lessee"),

@@ -21,7 +21,6 @@ from baremetal_allocclient.constraints import (
     Constraints,
     Funnel,
     Kind,
-    Op,
     Selection,
     Step,
     steps,
@@ -85,8 +84,12 @@ AnyFilter = Filter | ConstraintFilter
 
 def _property_variant(wanted: Constraints, index: int) -> str:
     prop = wanted.properties[index]
-    if prop.op is Op.MIN:
-        return "min"
+    if prop.op in constraints.NUMERIC_OPS or prop.op in constraints.KEY_OPS:
+        return prop.op.value
+    if prop.op in constraints.SET_OPS:
+        numeric = any(constraints.as_number(v) is not None
+                      for v in prop.values)
+        return f"{prop.op.value}_{'number' if numeric else 'text'}"
     return "eq_number" if prop.number is not None else "eq_text"
 
 

@@ -153,6 +153,57 @@ class Constrained(base.ContractMixin):
         self.assertSelects("a", Constraints(
             properties=(_prop("local_gb", "min", 50),)))
 
+    def test_numeric_maximum(self) -> None:
+        self.assertSelects("ac", Constraints(
+            properties=(_prop("cpus", "max", 8),)))
+
+    def test_value_in_a_set(self) -> None:
+        self.assertSelects("b", Constraints(properties=(
+            _prop("cpu_arch", "in", ["aarch64", "ppc64le"]),)))
+
+    def test_value_not_in_a_set_counts_numeric_strings(self) -> None:
+        self.assertSelects("c", Constraints(
+            properties=(_prop("cpus", "not_in", [8, "16.0"]),)))
+
+    def test_key_exists_and_not_exists(self) -> None:
+        self.assertSelects("c", Constraints(
+            properties=(_prop("rack", "exists", True),)))
+        self.assertSelects("bc", Constraints(
+            properties=(_prop("local_gb", "not_exists", True),)))
+
+    def test_any_of_some_traits(self) -> None:
+        self.assertSelects("b", Constraints(
+            any_traits=("CUSTOM_GPU", "CUSTOM_B")))
+
+    def test_explain_funnel_of_the_new_operators(self) -> None:
+        """Each new operator is its own step, counted alike on both
+        targets, and the first empty one is named."""
+        wanted = Constraints(
+            any_traits=("CUSTOM_A", "CUSTOM_B"),
+            properties=(_prop("cpus", "max", 16),
+                        _prop("cpu_arch", "in", ["x86_64", "aarch64"]),
+                        _prop("rack", "not_in", ["r2"]),
+                        _prop("local_gb", "not_exists", True),
+                        _prop("memory_mb", "exists", True),
+                        _prop("cpus", "not_in", ["16"])))
+        doc = self.client.explain(self.rc, constraints=wanted)
+        self.assertEqual([
+            ("resource_class", 4), ("available", 4),
+            ("not_in_maintenance", 3), ("power_state", 3),
+            ("unreserved", 3), ("any_traits", 2),
+            ("property:cpus<=16", 2),
+            ("property:cpu_arch in (x86_64,aarch64)", 2),
+            ("property:rack not in (r2)", 2),
+            ("property:local_gb not exists", 1),
+            ("property:memory_mb exists", 1),
+            ("property:cpus not in (16)", 0),
+        ], [(s["step"], s["count"]) for s in doc["funnel"]])
+        self.assertEqual((0, "property:cpus not in (16)"),
+                         (doc["candidates"], doc["first_empty"]))
+        with self.assertRaises(exceptions.ClientError) as caught:
+            self.client.allocate(self.rc, constraints=wanted, timeout=60)
+        self.assertIn("property cpus not in (16)", str(caught.exception))
+
     def test_conductor_group_is_case_insensitive(self) -> None:
         if self.is_reference:
             self.assertSelects("ac", Constraints(conductor_group="G1"))
@@ -244,6 +295,25 @@ class Constrained(base.ContractMixin):
             env=clean_env(), timeout=120)
         self.assertEqual(0, proc.returncode, proc.stderr)
         return json.loads(proc.stdout)
+
+    def test_command_lines_take_the_new_operators(self) -> None:
+        options = ("--resource-class", self.rc, "--any-trait", "CUSTOM_A",
+                   "--any-trait", "CUSTOM_B", "--max-property", "cpus=16",
+                   "--property-in", "cpu_arch=x86_64,aarch64",
+                   "--property-not-in", "rack=r2", "--property-exists",
+                   "memory_mb", "--property-not-exists", "local_gb")
+        expected = [
+            ["resource_class", 4], ["available", 4],
+            ["not_in_maintenance", 3], ["power_state", 3],
+            ["unreserved", 3], ["any_traits", 2], ["property:cpus<=16", 2],
+            ["property:cpu_arch in (x86_64,aarch64)", 2],
+            ["property:rack not in (r2)", 2],
+            ["property:memory_mb exists", 2],
+            ["property:local_gb not exists", 1]]
+        for program in ("baremetal-alloc", "openstack"):
+            rows = self.cli(program, "explain", *options)
+            self.assertEqual(expected,
+                             [[r["Step"], r["Count"]] for r in rows])
 
     def test_both_command_lines(self) -> None:
         """explain -f json gives the same rows in both programs and on

@@ -50,6 +50,23 @@ class OptionTests(testtools.TestCase):
             got.conductor_group, got.shard, got.node_owner,
             got.node_lessee, got.node_name, got.require_node_name))
 
+    def test_new_operators(self) -> None:
+        got = _parse("--any-trait", "CUSTOM_A", "--any-trait", "CUSTOM_B",
+                     "--max-property", "cpus=8", "--property-in",
+                     "rack=r1, r2", "--property-not-in", "rack=r3",
+                     "--property-exists", "gpu", "--property-not-exists",
+                     "broken", "--min-cpus", "2")
+        self.assertEqual(("CUSTOM_A", "CUSTOM_B"), got.any_traits)
+        self.assertEqual(
+            ["cpus<=8", "rack in (r1,r2)", "rack not in (r3)", "gpu exists",
+             "broken not exists", "cpus>=2"],
+            [p.label for p in got.properties])
+        for argv in (("--max-property", "cpus=few"),
+                     ("--property-in", "rack="),
+                     ("--property-in", "rack=a,,b"),
+                     ("--property-exists", " ")):
+            self.assertRaises((_Exit, SystemExit), _parse, *argv)
+
     def test_prefer_is_not_require(self) -> None:
         got = _parse("--prefer-node", "n1")
         self.assertEqual(("n1", False), (got.node_name,
