@@ -230,6 +230,22 @@ def _set_of(key: str, kind: Op, value: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(_scalar(key, member) for member in value))
 
 
+class Order(enum.Enum):
+    """The order matching nodes are tried in."""
+
+    #: Any matching node: the first free one from a random place in the
+    #: fleet (parallel requests rarely collide).  The default.
+    FIRST_FIT = "first_fit"
+    #: The node whose properties exceed the request least
+    #: (:func:`excess`), ties by UUID: keeps the big nodes free.
+    BEST_FIT = "best_fit"
+
+
+#: What best fit measures when a request sets no minimum: the node's
+#: size (a node without one of them counts 0 for it).
+DEFAULT_FIT_KEYS = ("cpus", "memory_mb", "local_gb")
+
+
 @dataclasses.dataclass(frozen=True)
 class Constraints:
     """What a node must satisfy besides resource class, traits,
@@ -247,6 +263,9 @@ class Constraints:
     node_name: str | None = None
     #: ... or take only that node.
     require_node_name: bool = False
+    #: The order to try matching nodes in (None: the server's default,
+    #: first fit unless its admin chose best fit).
+    order: Order | None = None
 
     def __bool__(self) -> bool:
         # (``is`` first: most requests hold the shared empty one)
@@ -267,6 +286,8 @@ class Constraints:
                 body[name] = getattr(self, name)
         if self.require_node_name:
             body["require_node_name"] = True
+        if self.order is not None:
+            body["order"] = self.order.value
         return body
 
 
@@ -303,7 +324,84 @@ def from_wire(body: Mapping[str, Any]) -> Constraints:
         node_lessee=body.get("node_lessee"),
         node_name=body.get("node_name"),
         require_node_name=require,
+        order=_order(body.get("order")),
     )
+
+
+def _order(value: Any) -> Order | None:
+    if value is None:
+        return None
+    try:
+        return Order(value)
+    except ValueError:
+        raise ConstraintError(
+            f"order must be one of {', '.join(o.value for o in Order)}"
+        ) from None
+
+
+# -- best fit -----------------------------------------------------------
+
+
+def fit_terms(wanted: Constraints) -> tuple[tuple[str, float], ...]:
+    """What best fit measures: (key, floor) for each ``min`` property
+    constraint, or (key, 0) for each of :data:`DEFAULT_FIT_KEYS` when the
+    request sets no minimum."""
+    terms = tuple((p.key, p.number) for p in wanted.properties
+                  if p.op is Op.MIN and p.number is not None)
+    return terms or tuple((key, 0.0) for key in DEFAULT_FIT_KEYS)
+
+
+def fit_scale(floor: float) -> float:
+    """What one term's excess is divided by: its floor (at least 1), so
+    that 2 CPUs over 4 weigh as much as 8 GiB over 16."""
+    return max(abs(floor), 1.0)
+
+
+def excess(terms: Sequence[tuple[str, float]],
+           properties: Mapping[str, Any] | None) -> float:
+    """How much a node's properties exceed the request: the sum over
+    ``terms`` of (value - floor) / :func:`fit_scale` (floor), a missing
+    or non-numeric value counting 0.  The server computes the same in
+    SQL."""
+    total = 0.0
+    for key, floor in terms:
+        number = as_number((properties or {}).get(key))
+        if number is not None:
+            total += (number - floor) / fit_scale(floor)
+    return total
+
+
+def best_fit(wanted: Constraints, nodes: Iterable[Mapping[str, Any]]
+             ) -> list[Mapping[str, Any]]:
+    """Nodes (Ironic's JSON documents) in best-fit order: least
+    :func:`excess` first, ties by UUID."""
+    terms = fit_terms(wanted)
+    return sorted(nodes, key=lambda n: (excess(terms, n.get("properties")),
+                                        str(n.get("uuid"))))
+
+
+#: How many of the best-fitting nodes ``explain`` shows.
+EXPLAIN_FIRST = 5
+
+
+def order_document(order: Order, wanted: Constraints,
+                   ranked: Iterable[tuple[str, float]] = ()
+                   ) -> dict[str, Any]:
+    """The ``order`` entry of ``explain``: the order, and for best fit
+    what it measured and the first :data:`EXPLAIN_FIRST` nodes of
+    ``ranked`` ((name or UUID, excess), best first)."""
+    if order is Order.FIRST_FIT:
+        return {"order": order.value}
+    return {"order": order.value, "measured": fit_label(wanted),
+            "first": [{"node": node, "excess": round(value, 6)}
+                      for node, value in list(ranked)[:EXPLAIN_FIRST]]}
+
+
+def fit_label(wanted: Constraints) -> list[str]:
+    """What best fit measured, for ``explain``: ``["cpus>=4"]``, or the
+    default keys."""
+    return [f"{key}>={as_text(floor)}" if floor else key
+            for key, floor in fit_terms(wanted)]
 
 
 def _lower(value: str | None) -> str | None:

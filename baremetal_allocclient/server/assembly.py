@@ -155,6 +155,7 @@ def build(db: Database, args: argparse.Namespace) -> Assembly:
         queue=rounds,
         metrics=metrics,
         passthrough=_passthrough(backend),
+        default_order=backend_options.default_order(args),
     )))
     # Ironic's paths (no version prefix, ".json"), before authentication
     # looks at them.

@@ -133,6 +133,7 @@ CONSTRAINTS: dict[str, Any] = {
         "node_lessee": {"type": "string", "maxLength": 255},
         "node_name": {"type": "string", "maxLength": NAME_MAX},
         "require_node_name": {"type": "boolean"},
+        "order": {"enum": [o.value for o in constraints.Order]},
     },
     "additionalProperties": False,
 }

@@ -78,6 +78,11 @@ def add_constraint_options(parser: argparse.ArgumentParser | Any) -> None:
         add(option, dest=f"shortcut_{key}",
             type=_number if op is model.Op.MIN else parsing.non_empty,
             metavar="<value>", help=f"Same as properties {key}{sign}VALUE.")
+    add("--order", choices=[o.value for o in model.Order],
+        help="Which matching node to take: first_fit (any; from a random "
+        "place in the fleet) or best_fit (the one whose properties exceed "
+        "the request least, keeping big nodes free). Default: the "
+        "server's (first_fit against Ironic).")
     add("--conductor-group", metavar="<group>",
         help="Node's conductor group (case-insensitive).")
     add("--shard", metavar="<shard>", help="Node's shard.")
@@ -153,4 +158,5 @@ def _constraints(args: argparse.Namespace) -> model.Constraints:
         node_lessee=args.node_lessee,
         node_name=args.require_node or args.prefer_node,
         require_node_name=args.require_node is not None,
+        order=None if args.order is None else model.Order(args.order),
     )

@@ -18,6 +18,7 @@ from typing import Any, cast
 from sqlalchemy import (
     BindParameter,
     ColumnElement,
+    Double,
     Integer,
     Select,
     and_,
@@ -28,8 +29,10 @@ from sqlalchemy import (
     func,
     or_,
     select,
+    type_coerce,
 )
 from sqlalchemy.orm import Session
+from sqlalchemy.types import NullType
 
 from baremetal_allocclient import constraints as constraints_module
 from baremetal_allocclient.constraints import (
@@ -356,6 +359,99 @@ def candidate_window(
                                  ).first(conn, {**params, "w_name": preferred})
         if named is not None:
             found.append((int(named[0]), named[1], str(named[2])))
+    return found
+
+
+# -- best fit ----------------------------------------------------------
+
+
+def fit_params(request: Request) -> dict[str, Any]:
+    """Bound values of :func:`best_fit_query`'s score."""
+    params: dict[str, Any] = {}
+    terms = constraints_module.fit_terms(request.constraints)
+    for i, (key, floor) in enumerate(terms):
+        params[f"o_{i}_key"] = key
+        params[f"o_{i}_floor"] = floor
+        params[f"o_{i}_scale"] = constraints_module.fit_scale(floor)
+    return params
+
+
+def _excess(terms: int) -> ColumnElement[Any]:
+    """:func:`constraints.excess` in SQL: per term, the node's number (a
+    missing or non-numeric value counting as the floor) over the
+    floor, divided by the scale."""
+    parts: list[ColumnElement[Any]] = []
+    for i in range(terms):
+        floor: BindParameter[float] = bindparam(f"o_{i}_floor",
+                                                type_=Double)
+        value = (select(NodeProperty.number)
+                 .where(NodeProperty.node_id == Node.id,
+                        NodeProperty.key == bindparam(f"o_{i}_key"))
+                 .scalar_subquery())
+        parts.append((func.coalesce(value, floor) - floor)
+                     / bindparam(f"o_{i}_scale", type_=Double))
+    total = parts[0]
+    for part in parts[1:]:
+        total = total + part
+    # No result type: a Float's conversion needs the column's type code,
+    # which a DriverStatement does not have (float() takes the value).
+    return type_coerce(total, NullType())
+
+
+@functools.cache
+def best_fit_query(filters: tuple[AnyFilter, ...], terms: int,
+                   lock: bool = False) -> Select[Any]:
+    """Up to ``w_limit`` nodes passing every filter, least excess first,
+    ties by UUID, with the excess (parameters: :func:`filter_params`,
+    :func:`fit_params`).  Every matching node is scored: best fit costs
+    a scan of the matching nodes, not an index window.  ``lock``: FOR
+    UPDATE SKIP LOCKED (a group's reservation)."""
+    score = _excess(terms)
+    query = (select(Node.id, Node.name, Node.uuid, score)
+             .where(*predicates(filters))
+             .order_by(score, Node.uuid)
+             .limit(bindparam("w_limit", type_=Integer)))
+    if lock:
+        query = query.with_for_update(skip_locked=True)
+    return cast("Select[Any]", query)
+
+
+def best_fit_rows(conn: Session | AnyConnection, request: Request,
+                  filters: Sequence[AnyFilter], limit: int
+                  ) -> list[tuple[int, str | None, str, float]]:
+    """(id, name, uuid, excess) of the ``limit`` best-fitting nodes."""
+    if isinstance(conn, Session):
+        conn = conn.connection()
+    terms = len(constraints_module.fit_terms(request.constraints))
+    statement = driver_statement(best_fit_query(tuple(filters), terms),
+                                 conn.dialect)
+    rows = statement.rows(conn, {**filter_params(request),
+                                 **fit_params(request), "w_limit": limit})
+    return [(int(r[0]), r[1], str(r[2]), float(r[3])) for r in rows]
+
+
+def best_fit_window(
+    conn: Session | AnyConnection,
+    request: Request,
+    filters: Sequence[AnyFilter],
+    limit: int = CANDIDATE_WINDOW,
+) -> list[CandidateRow]:
+    """:func:`candidate_window` in best-fit order: the ``limit``
+    best-fitting nodes, a node named like the allocation first when it
+    matches."""
+    found: list[CandidateRow] = [
+        (i, n, u) for i, n, u, _e in best_fit_rows(conn, request, filters,
+                                                   limit)]
+    preferred = request.preferred_name
+    if preferred is None or any(row[1] == preferred for row in found):
+        return found
+    if isinstance(conn, Session):
+        conn = conn.connection()
+    named = driver_statement(_named_candidate_query(tuple(filters)),
+                             conn.dialect).first(
+        conn, {**filter_params(request), "w_name": preferred})
+    if named is not None:
+        found.insert(0, (int(named[0]), named[1], str(named[2])))
     return found
 
 

@@ -19,6 +19,7 @@ from baremetal_allocclient import exceptions
 from baremetal_allocclient.constraints import (
     Constraints,
     Op,
+    Order,
     property_constraint,
 )
 from baremetal_allocclient.tests.contract import base
@@ -203,6 +204,37 @@ class Constrained(base.ContractMixin):
         with self.assertRaises(exceptions.ClientError) as caught:
             self.client.allocate(self.rc, constraints=wanted, timeout=60)
         self.assertIn("property cpus not in (16)", str(caught.exception))
+
+    def test_best_fit_takes_the_least_exceeding_node_first(self) -> None:
+        """cpus>=4: c (4 CPUs), then a (8), then b (16); explain shows
+        that order with each node's excess.  (Against Ironic the SDK
+        names the allocation like the best node, which Ironic tries
+        first.)"""
+        wanted = Constraints(properties=(_prop("cpus", "min", 4),),
+                             order=Order.BEST_FIT)
+        doc = self.client.explain(self.rc, constraints=wanted)
+        self.assertEqual({"order": "best_fit", "measured": ["cpus>=4"],
+                          "first": [
+                              {"node": self.names["c"], "excess": 0.0},
+                              {"node": self.names["a"], "excess": 1.0},
+                              {"node": self.names["b"], "excess": 3.0}]},
+                         doc["order"])
+        taken: list[str] = []
+        try:
+            for letter in "cab":
+                allocation = self.client.allocate(
+                    self.rc, constraints=wanted, timeout=60)
+                taken.append(str(allocation.uuid))
+                node = self.target.node(str(allocation.node_uuid))
+                self.assertEqual(self.names[letter], node["name"])
+        finally:
+            for uuid in taken:
+                self.client.delete_allocation(uuid, ignore_missing=True)
+
+    def test_first_fit_is_said_in_explain(self) -> None:
+        doc = self.client.explain(self.rc, constraints=Constraints(
+            order=Order.FIRST_FIT))
+        self.assertEqual({"order": "first_fit"}, doc["order"])
 
     def test_conductor_group_is_case_insensitive(self) -> None:
         if self.is_reference:

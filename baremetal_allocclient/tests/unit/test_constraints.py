@@ -215,3 +215,47 @@ class NewOperatorTests(testtools.TestCase):
         self.assertEqual(
             "no suitable nodes match the constraint any_traits "
             "CUSTOM_A, CUSTOM_B", model.reason(selection, any_step))
+
+
+class BestFitTests(testtools.TestCase):
+    def test_excess_and_order(self) -> None:
+        wanted = Constraints(
+            properties=(model.property_constraint("cpus", Op.MIN, 4),
+                        model.property_constraint("memory_mb", Op.MIN,
+                                                  8192)),
+            order=model.Order.BEST_FIT)
+        terms = model.fit_terms(wanted)
+        self.assertEqual((("cpus", 4.0), ("memory_mb", 8192.0)), terms)
+        self.assertEqual(1.5, model.excess(
+            terms, {"cpus": "8", "memory_mb": 12288}))
+        nodes = [_node(uuid="u3", properties={"cpus": 64,
+                                              "memory_mb": 8192}),
+                 _node(uuid="u2", properties={"cpus": 4, "memory_mb": 16384}),
+                 _node(uuid="u1", properties={"cpus": 8, "memory_mb": 8192})]
+        self.assertEqual(["u1", "u2", "u3"], [
+            n["uuid"] for n in model.best_fit(wanted, nodes)])
+
+    def test_without_minimums_the_smallest_node_first(self) -> None:
+        wanted = Constraints(order=model.Order.BEST_FIT)
+        self.assertEqual(model.DEFAULT_FIT_KEYS,
+                         tuple(k for k, _f in model.fit_terms(wanted)))
+        nodes = [_node(uuid="b", properties={"cpus": 64}),
+                 _node(uuid="a", properties={"cpus": "many"}),
+                 _node(uuid="c", properties={"cpus": 4})]
+        self.assertEqual(["a", "c", "b"], [
+            n["uuid"] for n in model.best_fit(wanted, nodes)])
+
+    def test_order_on_the_wire_and_in_explain(self) -> None:
+        wanted = Constraints(order=model.Order.BEST_FIT)
+        self.assertEqual({"order": "best_fit"}, wanted.to_wire())
+        self.assertEqual(wanted, model.from_wire({"order": "best_fit"}))
+        self.assertRaises(model.ConstraintError, model.from_wire,
+                          {"order": "worst_fit"})
+        self.assertEqual({"order": "first_fit"}, model.order_document(
+            model.Order.FIRST_FIT, wanted, [("n1", 0.0)]))
+        self.assertEqual(
+            {"order": "best_fit", "measured": ["cpus", "memory_mb",
+                                               "local_gb"],
+             "first": [{"node": "n1", "excess": 0.5}]},
+            model.order_document(model.Order.BEST_FIT, wanted,
+                                 [("n1", 0.5)]))

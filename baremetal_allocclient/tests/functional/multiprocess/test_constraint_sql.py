@@ -18,7 +18,7 @@ import testtools
 from sqlalchemy import delete, update
 
 from baremetal_allocclient import constraints as model
-from baremetal_allocclient.constraints import Constraints, Op
+from baremetal_allocclient.constraints import Constraints, Op, Order
 from baremetal_allocclient.server.allocation import (
     matching,
     reservation,
@@ -150,6 +150,30 @@ class _ConstraintSqlTests(databases.MigratedPerClass):
             _, survivors = model.funnel(request.selection, self.documents())
             case.assertEqual({n["name"] for n in survivors}, found,
                              (fields, wanted))
+
+    def test_best_fit_order_equals_the_pure_order(self) -> None:
+        """The SQL's excess and order are the shared functions' (ties
+        by UUID), with and without minimums."""
+        case: Any = self
+        for wanted in (Constraints(order=Order.BEST_FIT),
+                       Constraints(properties=(_p("cpus", "min", 2),
+                                               _p("memory_mb", "min", 8192)),
+                                   order=Order.BEST_FIT),
+                       Constraints(properties=(_p("CPUs", "min", 0),),
+                                   order=Order.BEST_FIT)):
+            request = selection.Request(_RC, constraints=wanted)
+            filters = selection.active_filters(request)
+            with self.db.read() as session:
+                rows = matching.best_fit_rows(session, request, filters, 10)
+            _, survivors = model.funnel(request.selection, self.documents())
+            terms = model.fit_terms(wanted)
+            expected = [(n["name"], model.excess(terms, n["properties"]))
+                        for n in model.best_fit(wanted, survivors)]
+            got = [(name, excess) for _i, name, _u, excess in rows]
+            case.assertEqual([n for n, _ in expected], [n for n, _ in got],
+                             wanted)
+            for (_n, want), (_m, have) in zip(expected, got, strict=True):
+                case.assertAlmostEqual(want, have, places=9)
 
     def test_reservation_rechecks_constraints(self) -> None:
         """A node picked while it matched, changed before the

@@ -6,7 +6,7 @@ import argparse
 
 import testtools
 
-from baremetal_allocclient.constraints import Constraints, Op
+from baremetal_allocclient.constraints import Constraints, Op, Order
 from baremetal_allocclient.osc.v1 import explain
 from baremetal_allocclient.osc.v1.constraint_options import (
     add_constraint_options,
@@ -61,7 +61,10 @@ class OptionTests(testtools.TestCase):
             ["cpus<=8", "rack in (r1,r2)", "rack not in (r3)", "gpu exists",
              "broken not exists", "cpus>=2"],
             [p.label for p in got.properties])
-        for argv in (("--max-property", "cpus=few"),
+        self.assertIsNone(got.order)
+        self.assertEqual(Order.BEST_FIT,
+                         _parse("--order", "best_fit").order)
+        for argv in (("--max-property", "cpus=few"), ("--order", "worst"),
                      ("--property-in", "rack="),
                      ("--property-in", "rack=a,,b"),
                      ("--property-exists", " ")):
