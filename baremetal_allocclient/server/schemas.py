@@ -237,12 +237,29 @@ def allocation_group(version: versions.Version, lease: bool = False
         "items": {"type": "string", "maxLength": 36},
         "maxItems": groups.MAX_SIZE,
     }
+    props["spread"] = SPREAD
     return {
         "type": "object",
         "properties": props,
         "required": ["count", "resource_class"],
         "additionalProperties": False,
     }
+
+
+#: The ``spread`` field of a group (doc/source/howto/choosing-nodes.rst).
+SPREAD: dict[str, Any] = {
+    "type": ["object", "null"],
+    "properties": {
+        "over": {"type": "string", "minLength": 1,
+                 "maxLength": constraints.MAX_KEY + 9},
+        "max_per_domain": {"type": "integer", "minimum": 1,
+                           "maximum": groups.MAX_SIZE},
+        "min_domains": {"type": ["integer", "null"], "minimum": 1,
+                        "maximum": groups.MAX_SIZE},
+    },
+    "required": ["over"],
+    "additionalProperties": False,
+}
 
 
 ALLOCATION_PATCHED: dict[str, Any] = {

@@ -151,6 +151,13 @@ SITES: tuple[Site, ...] = (
          lambda n: f'{{"resource_class": "rc-none", "count": {n}}}',
          headers=lambda n: {_EXTENSIONS: "groups"},
          covers=(("createAllocationGroup", "/count"),)),
+    Site("group spread", "POST", GROUPS_PATH,
+         lambda n: '{"resource_class": "rc-none", "count": 2, "spread": '
+                   f'{{"over": "shard", "max_per_domain": {n}, '
+                   f'"min_domains": {n}}}}}',
+         headers=lambda n: {_EXTENSIONS: "groups"},
+         covers=(("createAllocationGroup", "/spread/max_per_domain"),
+                 ("createAllocationGroup", "/spread/min_domains"))),
     Site("allocation patch", "PATCH", "/v1/allocations/{allocation}",
          lambda n: _patch("/extra/n", n)),
     Site("node create", "POST", "/v1/nodes",
