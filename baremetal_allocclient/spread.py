@@ -131,7 +131,7 @@ class Placement(Generic[T]):
     spread: Spread
     count: int
     chosen: tuple[T, ...]
-    #: Members per domain (of the chosen nodes), in domain order.
+    #: Members per domain (of the chosen nodes).
     members: dict[str, int]
     #: Free matching nodes per domain, and those without a domain.
     free: dict[str, int]
@@ -152,10 +152,10 @@ class Placement(Generic[T]):
                 f"{label}")
         if sp.min_domains is not None:
             need += f", at least {sp.min_domains} {label} domains"
+        free = sorted(self.free.items())
         per = ", ".join(f"{d or '(empty)'} {n} free"
-                        for d, n in self.free.items()) or "no domain"
-        short = [d or "(empty)" for d, n in self.free.items()
-                 if n < sp.max_per_domain]
+                        for d, n in free) or "no domain"
+        short = [d or "(empty)" for d, n in free if n < sp.max_per_domain]
         text = (f"spread over {label} cannot place {need}: "
                 f"{min(usable, self.count)} placeable ({per}")
         if self.undomained:
@@ -170,8 +170,8 @@ class Placement(Generic[T]):
         return {"over": self.spread.over,
                 "max_per_domain": self.spread.max_per_domain,
                 "min_domains": self.spread.min_domains,
-                "members_per_domain": dict(self.members),
-                "free_per_domain": dict(self.free)}
+                "members_per_domain": dict(sorted(self.members.items())),
+                "free_per_domain": dict(sorted(self.free.items()))}
 
 
 def choose(spread: Spread, count: int, nodes: Sequence[T],

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from baremetal_allocclient.constraints import Constraints
+    from baremetal_allocclient.spread import Spread
     from baremetal_allocclient.v1 import budget, leasing, retries
     from baremetal_allocclient.v1.request import (
         AllocationRequest,
@@ -667,6 +668,7 @@ class Client(ApiSession):
         *,
         timeout: float | None = waiting.DEFAULT_TIMEOUT,
         on_progress: waiting.ProgressCallback | None = None,
+        spread: Spread | None = None,
         **fields: Unpack[RequestFields],
     ) -> list[Allocation]:
         """Reserve ``count`` nodes, all or nothing: return ``count``
@@ -691,6 +693,16 @@ class Client(ApiSession):
         created one by one and rolled back on any failure.  Ctrl-C and
         SIGTERM roll back too (see :meth:`allocate`), then propagate.
 
+        ``spread`` (:class:`~baremetal_allocclient.spread.Spread`) spreads
+        the members over a failure domain (conductor group, shard or a
+        node property), at most ``max_per_domain`` per domain and at
+        least ``min_domains`` domains.  The reference server decides it
+        in the group's one transaction; elsewhere (Ironic) this client
+        chooses the nodes from one listing and gives each member its
+        node: best effort, a node another client takes first fails the
+        group (rolled back), and GroupFailed says when the free nodes
+        cannot satisfy the spread (nothing created).
+
         Raises:
             GroupFailed: nothing was kept; ``reason`` names the member
                 that failed and its last_error (or the server's reason);
@@ -701,7 +713,7 @@ class Client(ApiSession):
 
         return grouping.allocate_group(
             self, count, requested(request, fields), timeout=timeout,
-            on_progress=on_progress,
+            on_progress=on_progress, spread=spread,
         )
 
     def list_group(self, name: str) -> list[Allocation]:
