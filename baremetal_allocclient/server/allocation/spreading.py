@@ -17,10 +17,18 @@ from __future__ import annotations
 
 import functools
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Select, bindparam, func, select
+from sqlalchemy import (
+    BindParameter,
+    ColumnElement,
+    Integer,
+    Select,
+    bindparam,
+    func,
+    select,
+)
 from sqlalchemy.orm import Session
 
 from baremetal_allocclient.constraints import Order
@@ -41,6 +49,10 @@ from baremetal_allocclient.spread import Placement, Spread, choose
 #: Times a choice is made again within one transaction when other
 #: transactions hold some of the chosen nodes.
 RECHOOSE = 3
+
+#: Free matching nodes a first-fit group reads first, from a random
+#: place; all of them only when those cannot place the members.
+WINDOW = 256
 
 #: (id, uuid, domain, name) of a free matching node.
 Row = tuple[int, str, str | None, str | None]
@@ -75,6 +87,37 @@ def _free_query(filters: tuple[AnyFilter, ...], over: str) -> Select[Any]:
     return cast("Select[Any]", select(
         Node.id, Node.uuid, _domain_column(over), Node.name,
     ).where(*matching.predicates(filters)).order_by(Node.id))
+
+
+@functools.lru_cache(maxsize=256)
+def _window_query(filters: tuple[AnyFilter, ...], over: str, before: bool
+                  ) -> Select[Any]:
+    """Up to ``w_limit`` free matching nodes with their domain from id
+    ``w_pivot`` on (``before``: below it), by id."""
+    pivot: BindParameter[int] = bindparam("w_pivot")
+    position = Node.id < pivot if before else Node.id >= pivot
+    return _free_query(filters, over).where(position).limit(
+        bindparam("w_limit", type_=Integer))
+
+
+def window_nodes(session: Session, request: Request,
+                 filters: Sequence[AnyFilter], spread: Spread,
+                 rng: random.Random, limit: int = WINDOW) -> list[Row]:
+    """Up to ``limit`` free matching nodes with their domain from a
+    random node id on, wrapping around, shuffled."""
+    conn = session.connection()
+    key = tuple(filters)
+    params = {**matching.filter_params(request), "w_limit": limit,
+              "w_pivot": rng.randint(1, max(matching.highest_node_id(
+                  session), 1))}
+    found = list(conn.execute(_window_query(key, spread.over, False),
+                              params))
+    if len(found) < limit:
+        found += conn.execute(_window_query(key, spread.over, True),
+                              {**params, "w_limit": limit - len(found)})
+    rows: list[Row] = [(int(r[0]), str(r[1]), r[2], r[3]) for r in found]
+    rng.shuffle(rows)
+    return rows
 
 
 def free_nodes(session: Session, request: Request,
@@ -129,13 +172,16 @@ def _domain(row: Row) -> str | None:
 
 
 def place(session: Session, rows: list[Row], spread: Spread, count: int,
-          known: Sequence[str | None] = ()) -> Placement[Row]:
+          known: Callable[[], Sequence[str | None]] = tuple
+          ) -> Placement[Row]:
     """Choose and lock the members' nodes; :class:`Unplaced` when the
-    free nodes cannot satisfy the spread (refusal) or other
-    transactions hold too many of the chosen ones (try again)."""
-    first = choose(spread, count, rows, _domain, known)
+    free nodes cannot satisfy the spread (refusal, with every ``known``
+    domain named) or other transactions hold too many of the chosen
+    ones (try again)."""
+    first = choose(spread, count, rows, _domain)
     if not first.placed:
-        raise Unplaced(refusal=first.reason())
+        refused = choose(spread, count, rows, _domain, known())
+        raise Unplaced(refusal=refused.reason())
     placement = first
     for _ in range(RECHOOSE):
         wanted = [row[0] for row in placement.chosen]
@@ -143,7 +189,7 @@ def place(session: Session, rows: list[Row], spread: Spread, count: int,
         if not held:
             return placement
         rows = [row for row in rows if row[0] not in held]
-        placement = choose(spread, count, rows, _domain, known)
+        placement = choose(spread, count, rows, _domain)
         if not placement.placed:
             break
     raise Unplaced()
@@ -162,6 +208,19 @@ def refusal(session: Session, request: Request,
     return None if placement.placed else placement.reason()
 
 
+def _candidates(session: Session, request: Request,
+                filters: Sequence[AnyFilter], spread: Spread, order: Order,
+                rng: random.Random, count: int) -> list[Row]:
+    """The free matching nodes to choose from: for first fit a random
+    window when it can place the members (a create reads a bounded
+    number of nodes), else every one (best fit scores them all)."""
+    if order is Order.FIRST_FIT:
+        rows = window_nodes(session, request, filters, spread, rng)
+        if choose(spread, count, rows, _domain).placed:
+            return rows
+    return free_nodes(session, request, filters, spread, order, rng)
+
+
 def reserve_spread(session: Session, members: Sequence[Allocation],
                    request: Request, filters: Sequence[AnyFilter],
                    rng: random.Random, spread: Spread, order: Order
@@ -173,14 +232,15 @@ def reserve_spread(session: Session, members: Sequence[Allocation],
     waiting in line are not taken."""
     count = len(members)
     now = utcnow()
-    rows = free_nodes(session, request, filters, spread, order, rng)
+    rows = _candidates(session, request, filters, spread, order, rng,
+                       count)
     waiting = queries.in_line(session, request.resource_class, now)
     promised = queries.promised_nodes(session, [r[0] for r in rows],
                                       waiting)
     try:
         placement = place(session, [r for r in rows if r[0] not in promised],
                           spread, count,
-                          known_domains(session, request, spread))
+                          lambda: known_domains(session, request, spread))
     except Unplaced as unplaced:
         raise Unplaced(len(promised), unplaced.refusal) from None
     for member, row in zip(members, placement.chosen, strict=True):
