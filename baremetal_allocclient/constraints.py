@@ -11,7 +11,8 @@ power state, unreserved, the allocation's owner (node owner *or* lessee,
 as Ironic matches it), candidate nodes -- Ironic's one query --, then
 required traits (Ironic's second stage), then the constraints
 extension's steps: node owner, node lessee, forbidden traits, any of
-some traits, each property constraint, conductor group, shard, required
+some traits, each property constraint, alternatives (any of several
+sets of property constraints), conductor group, shard, required
 node name.  The server's selection SQL, ``last_error``, ``explain``
 and the SDK's prefilter all take this order and :func:`reason`'s
 wording, so the message and the funnel of one request name the same
@@ -33,6 +34,9 @@ from baremetal_allocclient import extension_names
 MAX_PROPERTY_CONSTRAINTS = 20
 MAX_FORBIDDEN_TRAITS = 50
 MAX_KEY = 255
+#: Alternatives of one request (``any_of``), each of at most
+#: :data:`MAX_PROPERTY_CONSTRAINTS` terms.
+MAX_ALTERNATIVES = 10
 
 #: The extension's name, as advertised in ``GET /v1`` ("extensions").
 EXTENSION = extension_names.CONSTRAINTS
@@ -255,6 +259,8 @@ class Constraints:
     #: The node must have at least one of these traits.
     any_traits: tuple[str, ...] = ()
     properties: tuple[PropertyConstraint, ...] = ()
+    #: Alternatives: the node must satisfy every term of at least one.
+    any_of: tuple[tuple[PropertyConstraint, ...], ...] = ()
     conductor_group: str | None = None
     shard: str | None = None
     node_owner: str | None = None
@@ -280,6 +286,9 @@ class Constraints:
             body["any_traits"] = list(self.any_traits)
         if self.properties:
             body["properties"] = [p.to_wire() for p in self.properties]
+        if self.any_of:
+            body["any_of"] = [[p.to_wire() for p in terms]
+                              for terms in self.any_of]
         for name in ("conductor_group", "shard", "node_owner",
                      "node_lessee", "node_name"):
             if getattr(self, name) is not None:
@@ -300,16 +309,11 @@ def from_wire(body: Mapping[str, Any]) -> Constraints:
     server; raises :class:`ConstraintError` on bad content)."""
     if not body:
         return NO_CONSTRAINTS
-    props = []
-    for item in body.get("properties") or ():
-        ops = [op for op in Op if op.value in item]
-        if len(ops) != 1:
-            raise ConstraintError(
-                "each property constraint needs exactly one of "
-                + ", ".join(op.value for op in Op)
-            )
-        props.append(property_constraint(
-            item.get("key"), ops[0], item[ops[0].value]))
+    props = [_property_of(item) for item in body.get("properties") or ()]
+    any_of = tuple(tuple(_property_of(item) for item in terms)
+                   for terms in body.get("any_of") or ())
+    if any(not terms for terms in any_of):
+        raise ConstraintError("each alternative of any_of needs a term")
     require = bool(body.get("require_node_name"))
     if require and not body.get("node_name"):
         raise ConstraintError("require_node_name needs node_name")
@@ -318,6 +322,7 @@ def from_wire(body: Mapping[str, Any]) -> Constraints:
             body.get("forbidden_traits") or ())),
         any_traits=tuple(dict.fromkeys(body.get("any_traits") or ())),
         properties=tuple(props),
+        any_of=any_of,
         conductor_group=_lower(body.get("conductor_group")),
         shard=body.get("shard"),
         node_owner=body.get("node_owner"),
@@ -326,6 +331,15 @@ def from_wire(body: Mapping[str, Any]) -> Constraints:
         require_node_name=require,
         order=_order(body.get("order")),
     )
+
+
+def _property_of(item: Any) -> PropertyConstraint:
+    ops = [op for op in Op if op.value in item]
+    if len(ops) != 1:
+        raise ConstraintError(
+            "each property constraint needs exactly one of "
+            + ", ".join(op.value for op in Op))
+    return property_constraint(item.get("key"), ops[0], item[ops[0].value])
 
 
 def _order(value: Any) -> Order | None:
@@ -428,6 +442,7 @@ class Kind(enum.Enum):
     FORBIDDEN_TRAITS = "forbidden_traits"
     ANY_TRAITS = "any_traits"
     PROPERTY = "property"
+    ANY_OF = "any_of"
     CONDUCTOR_GROUP = "conductor_group"
     SHARD = "shard"
     NODE_NAME = "node_name"
@@ -504,6 +519,8 @@ FUNNEL: tuple[StepKind, ...] = (
              Wording.CONSTRAINT),
     StepKind(Kind.PROPERTY, lambda s: len(s.constraints.properties),
              Wording.CONSTRAINT),
+    StepKind(Kind.ANY_OF, _once(lambda s: s.constraints.any_of),
+             Wording.CONSTRAINT),
     StepKind(Kind.CONDUCTOR_GROUP,
              _once(lambda s: s.constraints.conductor_group is not None),
              Wording.CONSTRAINT),
@@ -545,6 +562,10 @@ def node_passes(step: Step, selection: Selection,
     kind = step.kind
     if kind is Kind.PROPERTY:
         return con.properties[step.index].matches(node.get("properties"))
+    if kind is Kind.ANY_OF:
+        props = node.get("properties")
+        return any(all(p.matches(props) for p in terms)
+                   for terms in con.any_of)
     if kind in _FIELD_TESTS:
         return bool(_FIELD_TESTS[kind](node, selection))
     traits = set(node.get("traits") or ())
@@ -677,6 +698,9 @@ def _label(selection: Selection, step: Step) -> str:
         return f"forbidden_traits {', '.join(con.forbidden_traits)}"
     if step.kind is Kind.ANY_TRAITS:
         return f"any_traits {', '.join(con.any_traits)}"
+    if step.kind is Kind.ANY_OF:
+        return "any_of " + " | ".join(
+            ", ".join(p.label for p in terms) for terms in con.any_of)
     value = {Kind.NODE_OWNER: con.node_owner, Kind.NODE_LESSEE:
              con.node_lessee, Kind.CONDUCTOR_GROUP: con.conductor_group,
              Kind.SHARD: con.shard, Kind.NODE_NAME: con.node_name}

@@ -93,6 +93,24 @@ _PROPERTY_SET: dict[str, Any] = {
     "type": "array", "items": _PROPERTY_VALUE, "minItems": 1,
     "maxItems": constraints.MAX_SET,
 }
+_PROPERTY_CONSTRAINT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "key": {"type": "string", "minLength": 1,
+                "maxLength": constraints.MAX_KEY},
+        "min": {"type": "number"},
+        "max": {"type": "number"},
+        "eq": _PROPERTY_VALUE,
+        "in": _PROPERTY_SET,
+        "not_in": _PROPERTY_SET,
+        "exists": {"const": True},
+        "not_exists": {"const": True},
+    },
+    "required": ["key"],
+    "minProperties": 2,
+    "maxProperties": 2,
+    "additionalProperties": False,
+}
 #: The constraints extension's document (doc/source/howto/choosing-nodes.rst).
 CONSTRAINTS: dict[str, Any] = {
     "type": "object",
@@ -108,24 +126,14 @@ CONSTRAINTS: dict[str, Any] = {
         "properties": {
             "type": "array",
             "maxItems": constraints.MAX_PROPERTY_CONSTRAINTS,
-            "items": {
-                "type": "object",
-                "properties": {
-                    "key": {"type": "string", "minLength": 1,
-                            "maxLength": constraints.MAX_KEY},
-                    "min": {"type": "number"},
-                    "max": {"type": "number"},
-                    "eq": _PROPERTY_VALUE,
-                    "in": _PROPERTY_SET,
-                    "not_in": _PROPERTY_SET,
-                    "exists": {"const": True},
-                    "not_exists": {"const": True},
-                },
-                "required": ["key"],
-                "minProperties": 2,
-                "maxProperties": 2,
-                "additionalProperties": False,
-            },
+            "items": _PROPERTY_CONSTRAINT,
+        },
+        "any_of": {
+            "type": "array", "minItems": 1,
+            "maxItems": constraints.MAX_ALTERNATIVES,
+            "items": {"type": "array", "minItems": 1,
+                      "maxItems": constraints.MAX_PROPERTY_CONSTRAINTS,
+                      "items": _PROPERTY_CONSTRAINT},
         },
         "conductor_group": {"type": "string", "maxLength": 255},
         "shard": {"type": "string", "maxLength": 255},

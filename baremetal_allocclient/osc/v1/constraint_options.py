@@ -6,6 +6,7 @@ are usage errors, exit code 2)."""
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
 
 from baremetal_allocclient import constraints as model
@@ -36,6 +37,21 @@ def _values(text: str) -> tuple[str, list[str]]:
         raise argparse.ArgumentTypeError(
             f"expected KEY=VALUE[,VALUE...], got {text!r}")
     return key, members
+
+
+def _alternative(text: str) -> tuple[model.PropertyConstraint, ...]:
+    """``--any-of``: a JSON list of property constraints in the wire
+    format (``[{"key": "cpus", "min": 64}, {"key": "gpu", "exists":
+    true}]``), all of which one alternative needs."""
+    try:
+        terms = json.loads(text)
+        if not isinstance(terms, list) or not terms:
+            raise model.ConstraintError("expected a non-empty JSON list")
+        return model.from_wire({"any_of": [terms]}).any_of[0]
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise argparse.ArgumentTypeError(
+            f"expected a JSON list of property constraints, got {text!r}"
+            f" ({exc})") from None
 
 
 def _key(text: str) -> str:
@@ -114,6 +130,12 @@ def _add_more_property_options(add: Any) -> None:
     add("--property-not-exists", dest="not_exists_properties",
         action="append", type=_key, default=[], metavar="<key>",
         help="node.properties must not have this key. Repeat.")
+    add("--any-of", dest="any_of", action="append", type=_alternative,
+        default=[], metavar="<json>",
+        help="One alternative: a JSON list of property constraints "
+        "('[{\"key\": \"cpus\", \"min\": 64}]'); the node must "
+        "satisfy every one of at least one alternative. Repeat for "
+        "each alternative.")
 
 
 #: The generic property options after --property: (dest, operator).
@@ -151,6 +173,7 @@ def _constraints(args: argparse.Namespace) -> model.Constraints:
     return model.Constraints(
         forbidden_traits=tuple(dict.fromkeys(args.forbidden_traits)),
         any_traits=tuple(dict.fromkeys(args.any_traits)),
+        any_of=tuple(args.any_of),
         properties=tuple(props),
         conductor_group=group.lower() if group is not None else None,
         shard=args.shard,

@@ -101,40 +101,62 @@ def _constraint_params(request: Request) -> dict[str, Any]:
         "c_node_name": con.node_name,
     }
     for i, prop in enumerate(con.properties):
-        params[f"c_p{i}_key"] = prop.key
-        params[f"c_p{i}_text"] = prop.value
-        params[f"c_p{i}_number"] = prop.number
-        params[f"c_p{i}_texts"] = list(prop.values)
-        params[f"c_p{i}_numbers"] = [
-            n for n in map(constraints_module.as_number, prop.values)
-            if n is not None]
+        params.update(_property_params(f"c_p{i}", prop))
+    for j, terms in enumerate(con.any_of):
+        for k, prop in enumerate(terms):
+            params.update(_property_params(f"c_a{j}_{k}", prop))
     return params
 
 
+def _property_params(prefix: str, prop: constraints_module.
+                     PropertyConstraint) -> dict[str, Any]:
+    return {
+        f"{prefix}_key": prop.key, f"{prefix}_text": prop.value,
+        f"{prefix}_number": prop.number,
+        f"{prefix}_texts": list(prop.values),
+        f"{prefix}_numbers": [
+            n for n in map(constraints_module.as_number, prop.values)
+            if n is not None],
+    }
+
+
 def _property_predicate(flt: ConstraintFilter) -> ColumnElement[bool]:
+    return _property_condition(f"c_p{flt.position}", flt.variant)
+
+
+def _any_of_predicate(flt: ConstraintFilter) -> ColumnElement[bool]:
+    """Every term of at least one alternative (``flt.variant``: each
+    alternative's term variants, see ``selection._any_of_variant``)."""
+    return or_(*(
+        and_(*(_property_condition(f"c_a{j}_{k}", variant)
+               for k, variant in enumerate(terms.split(","))))
+        for j, terms in enumerate(flt.variant.split("|"))))
+
+
+def _property_condition(prefix: str, variant_: str
+                        ) -> ColumnElement[bool]:
     """EXISTS a normalized property row of the node satisfying it (the
     primary key (node_id, key) makes it one index lookup per node); NOT
     EXISTS for ``not_in`` and ``not_exists``, which a node without the
-    key passes."""
-    i = flt.position
+    key passes.  Bound values named ``prefix_...``."""
     row = NodeProperty
     # (variants: min, max, eq_number, eq_text, [not_]in_number,
-    # [not_]in_text, [not_]exists -- see selection._property_variant)
-    negated = flt.variant.startswith("not_")
-    variant, _, kind = flt.variant.removeprefix("not_").partition("_")
-    test = _property_test(i, variant, kind)
+    # [not_]in_text, [not_]exists -- see selection.property_variant)
+    negated = variant_.startswith("not_")
+    variant, _, kind = variant_.removeprefix("not_").partition("_")
+    test = _property_test(prefix, variant, kind)
     found = exists().where(row.node_id == Node.id,
-                           row.key == bindparam(f"c_p{i}_key"), *test)
+                           row.key == bindparam(f"{prefix}_key"), *test)
     return ~found if negated else found
 
 
-def _property_test(i: int, variant: str, kind: str
+def _property_test(prefix: str, variant: str, kind: str
                    ) -> list[ColumnElement[bool]]:
     """The condition on the row of one property constraint (none for
     ``exists``): ``variant`` is the operator (``in`` for ``not_in``
     too), ``kind`` whether the value (or set) holds a number."""
     row = NodeProperty
-    number: BindParameter[float] = bindparam(f"c_p{i}_number")
+    number: BindParameter[float] = bindparam(f"{prefix}_number")
     if variant == "min":
         return [row.number >= number]
     if variant == "max":
@@ -143,13 +165,13 @@ def _property_test(i: int, variant: str, kind: str
         if kind == "number":
             return [or_(row.number == number,
                         and_(row.number.is_(None),
-                             row.text == bindparam(f"c_p{i}_text")))]
-        return [row.text == bindparam(f"c_p{i}_text")]
+                             row.text == bindparam(f"{prefix}_text")))]
+        return [row.text == bindparam(f"{prefix}_text")]
     if variant == "in":
-        texts = row.text.in_(bindparam(f"c_p{i}_texts", expanding=True))
+        texts = row.text.in_(bindparam(f"{prefix}_texts", expanding=True))
         if kind == "number":
             numbers: BindParameter[list[float]] = bindparam(
-                f"c_p{i}_numbers", expanding=True)
+                f"{prefix}_numbers", expanding=True)
             return [or_(row.number.in_(numbers),
                         and_(row.number.is_(None), texts))]
         return [texts]
@@ -160,6 +182,8 @@ def _constraint_predicate(flt: ConstraintFilter) -> ColumnElement[bool]:
     kind = flt.kind
     if kind is Kind.PROPERTY:
         return _property_predicate(flt)
+    if kind is Kind.ANY_OF:
+        return _any_of_predicate(flt)
     if kind is Kind.FORBIDDEN_TRAITS:
         return ~exists().where(
             NodeTrait.node_id == Node.id,

@@ -172,6 +172,17 @@ class Constrained(base.ContractMixin):
         self.assertSelects("bc", Constraints(
             properties=(_prop("local_gb", "not_exists", True),)))
 
+    def test_alternatives(self) -> None:
+        """Any of several sets of terms: a (8 CPUs with local_gb) or c
+        (in rack r1); one step in explain."""
+        wanted = Constraints(any_of=(
+            (_prop("cpus", "min", 8), _prop("local_gb", "exists", True)),
+            (_prop("rack", "in", ["r1"]),)))
+        self.assertSelects("ac", wanted)
+        doc = self.client.explain(self.rc, constraints=wanted)
+        self.assertEqual(("any_of", 2), (doc["funnel"][-1]["step"],
+                                         doc["funnel"][-1]["count"]))
+
     def test_any_of_some_traits(self) -> None:
         self.assertSelects("b", Constraints(
             any_traits=("CUSTOM_GPU", "CUSTOM_B")))

@@ -259,3 +259,30 @@ class BestFitTests(testtools.TestCase):
              "first": [{"node": "n1", "excess": 0.5}]},
             model.order_document(model.Order.BEST_FIT, wanted,
                                  [("n1", 0.5)]))
+
+
+class AlternativesTests(testtools.TestCase):
+    def test_any_of_one_step(self) -> None:
+        prop = model.property_constraint
+        wanted = Constraints(any_of=(
+            (prop("cpus", Op.MIN, 64),),
+            (prop("gpu", Op.EXISTS), prop("cpus", Op.MAX, 8))))
+        self.assertEqual(wanted, model.from_wire(wanted.to_wire()))
+        self.assertEqual({"any_of": [[{"key": "cpus", "min": 64}],
+                                     [{"key": "gpu", "exists": True},
+                                      {"key": "cpus", "max": 8}]]},
+                         wanted.to_wire())
+        nodes = [_node(name="big", properties={"cpus": 64}),
+                 _node(name="gpu", properties={"cpus": 8, "gpu": 1}),
+                 _node(name="mid", properties={"cpus": 16, "gpu": 1}),
+                 _node(name="small", properties={"cpus": 4})]
+        selection = Selection("rc", constraints=wanted)
+        funnel, survivors = model.funnel(selection, nodes)
+        self.assertEqual(("any_of", 2), funnel.counts[-1])
+        self.assertEqual(["big", "gpu"], [n["name"] for n in survivors])
+        step = model.steps(selection)[-1]
+        self.assertEqual(
+            "no suitable nodes match the constraint any_of cpus>=64 | "
+            "gpu exists, cpus<=8", model.reason(selection, step))
+        self.assertRaises(model.ConstraintError, model.from_wire,
+                          {"any_of": [[]]})

@@ -91,6 +91,13 @@ _REQUESTS: tuple[tuple[dict[str, Any], Constraints], ...] = (
     ({}, Constraints(properties=(_p("memory_mb", "exists", True),
                                  _p("cpu_arch", "not_exists", True)))),
     ({}, Constraints(any_traits=("CUSTOM_B", "CUSTOM_GPU"))),
+    ({}, Constraints(any_of=(
+        (_p("cpus", "min", 16), _p("cpu_arch", "in", ["X86_64"])),
+        (_p("rack", "exists", True),),
+        (_p("CPUs", "max", 64), _p("memory_mb", "not_in", [1])),
+    ))),
+    ({}, Constraints(properties=(_p("cpus", "min", 1),), any_of=(
+        (_p("fast", "eq", "true"),), (_p("cpu_arch", "eq", "nope"),)))),
     ({"traits": ("CUSTOM_A",)},
      Constraints(any_traits=("CUSTOM_GPU",), forbidden_traits=("X",))),
 )

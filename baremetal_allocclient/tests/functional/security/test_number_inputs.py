@@ -151,6 +151,18 @@ SITES: tuple[Site, ...] = (
          lambda n: f'{{"resource_class": "rc-none", "count": {n}}}',
          headers=lambda n: {_EXTENSIONS: "groups"},
          covers=(("createAllocationGroup", "/count"),)),
+    Site("constraint any_of", "POST", EXPLAIN_PATH,
+         lambda n: _create(', "constraints": {"any_of": [[{"key": "c", '
+                           f'"min": {n}}}, {{"key": "c", "max": {n}}}, '
+                           f'{{"key": "c", "in": [{n}]}}, {{"key": "c", '
+                           f'"not_in": [{n}]}}], [{{"key": "c", "eq": {n}}}'
+                           ']]}'),
+         headers=lambda n: {_EXTENSIONS: "constraints"},
+         covers=tuple((op, f"/constraints/any_of/*/*/{field}")
+                      for op in ("explainAllocation", "createAllocation",
+                                 "createAllocationGroup")
+                      for field in ("min", "max", "eq", "in/*",
+                                    "not_in/*"))),
     Site("group spread", "POST", GROUPS_PATH,
          lambda n: '{"resource_class": "rc-none", "count": 2, "spread": '
                    f'{{"over": "shard", "max_per_domain": {n}, '

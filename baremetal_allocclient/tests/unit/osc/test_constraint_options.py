@@ -62,6 +62,14 @@ class OptionTests(testtools.TestCase):
              "broken not exists", "cpus>=2"],
             [p.label for p in got.properties])
         self.assertIsNone(got.order)
+        two = _parse("--any-of", '[{"key": "cpus", "min": 64}]',
+                     "--any-of", '[{"key": "gpu", "exists": true}, '
+                     '{"key": "rack", "in": ["r1"]}]')
+        self.assertEqual([["cpus>=64"], ["gpu exists", "rack in (r1)"]],
+                         [[p.label for p in terms] for terms in two.any_of])
+        for bad in ("[]", "{}", "nope", '[{"key": "cpus", "min": "x"}]',
+                    '[{"key": "cpus"}]'):
+            self.assertRaises((_Exit, SystemExit), _parse, "--any-of", bad)
         self.assertEqual(Order.BEST_FIT,
                          _parse("--order", "best_fit").order)
         for argv in (("--max-property", "cpus=few"), ("--order", "worst"),
