@@ -33,6 +33,7 @@ __all__ = [
     "DeadlineExceeded",
     "ExtensionNotSupported",
     "Forbidden",
+    "Gone",
     "HttpError",
     "InvalidArgument",
     "InvalidResponse",
@@ -196,6 +197,13 @@ class Conflict(HttpError):
     """HTTP 409: a name/UUID clash or a node in the wrong state."""
 
     status_code = 409
+
+
+class Gone(HttpError):
+    """HTTP 410: a watch's cursor is out of the server's change log (older
+    than its retention): list again and watch from the list's cursor."""
+
+    status_code = 410
 
 
 class ServerError(HttpError):
@@ -365,6 +373,7 @@ _STATUS_CLASSES: dict[int, type[HttpError]] = {
         MethodNotAllowed,
         NotAcceptable,
         Conflict,
+        Gone,
         ServiceUnavailable,
     )
 }

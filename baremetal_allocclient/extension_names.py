@@ -37,3 +37,7 @@ LEGACY_GROUP_KEY: Final = "baremetal_alloc_group"
 LEGACY_SIZE_KEY: Final = "baremetal_alloc_group_size"
 #: The allocation's field holding the group on the reference server.
 GROUP_FIELD: Final = "group"
+#: The change stream of allocations (watch instead of poll).
+WATCH: Final = "watch"
+#: Its path (a path Ironic does not have).
+WATCH_PATH: Final = "/v1/allocation_changes"

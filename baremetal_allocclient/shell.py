@@ -44,6 +44,7 @@ COMMANDS: Mapping[str, str] = {
     "explain": "baremetal_allocclient.osc.v1.explain:ExplainAllocation",
     "renew": "baremetal_allocclient.osc.v1.leases:RenewLease",
     "expire": "baremetal_allocclient.osc.v1.leases:ExpireLeases",
+    "watch": "baremetal_allocclient.osc.v1.watch:WatchAllocations",
 }
 
 #: cliff's output formatters, as cliff's entry points register them (and

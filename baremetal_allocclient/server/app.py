@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from baremetal_allocclient.constraints import EXPLAIN_PATH
+from baremetal_allocclient.extension_names import WATCH_PATH
 from baremetal_allocclient.groups import PATH as GROUPS_PATH
 from baremetal_allocclient.server import openapi
 from baremetal_allocclient.server.allocation.handlers import (
@@ -21,14 +22,19 @@ from baremetal_allocclient.server.allocation.handlers import (
     explain,
     extensions,
     groups,
+    watch,
 )
 from baremetal_allocclient.server.api import (
     limits,
     storable,
     versions,
 )
-from baremetal_allocclient.server.api.auth import principal_of
-from baremetal_allocclient.server.api.context import Context, json_response
+from baremetal_allocclient.server.api.auth import named_node, principal_of
+from baremetal_allocclient.server.api.context import (
+    Context,
+    json_response,
+    node_scope,
+)
 from baremetal_allocclient.server.api.errors import (
     ApiError,
     RouteError,
@@ -43,7 +49,7 @@ from baremetal_allocclient.server.db.engine import (
     is_unavailable,
     short_reason,
 )
-from baremetal_allocclient.server.domain.errors import DomainError
+from baremetal_allocclient.server.domain.errors import DomainError, Forbidden
 from baremetal_allocclient.server.domain.recording import (
     REQUEST,
     RequestInfo,
@@ -58,6 +64,7 @@ from baremetal_allocclient.server.ironic.handlers import (
     vifs,
     vmedia,
 )
+from baremetal_allocclient.server.ironic.service import nodes as node_service
 from baremetal_allocclient.server.metrics import endpoints
 from baremetal_allocclient.server.services import Services
 
@@ -142,6 +149,7 @@ _ROUTES: list[tuple[str, str, Handler]] = [
     (capacity.PATH, "GET", capacity.get_capacity),  # our extension
     (EXPLAIN_PATH, "POST", explain.explain_allocation),  # our extension
     (GROUPS_PATH, "POST", groups.create_group),  # our extension
+    (WATCH_PATH, "GET", watch.watch_allocations),  # our extension
     (endpoints.PATH, "GET", endpoints.serve_metrics),  # admins only
 ]
 
@@ -150,7 +158,7 @@ _ROUTES: list[tuple[str, str, Handler]] = [
 #: broker); every other path is passed through to Ironic.
 _BROKER_OWNS = frozenset({
     "/v1/nodes/<ident>/allocation", "/v1/openapi.json", capacity.PATH,
-    EXPLAIN_PATH, GROUPS_PATH, endpoints.PATH,
+    EXPLAIN_PATH, GROUPS_PATH, WATCH_PATH, endpoints.PATH,
 })
 #: The route of a request passed through, for the metrics.
 PASSTHROUGH = "passthrough"
@@ -294,8 +302,12 @@ class Application:
                 if self._passthrough is None or exc.status != 404:
                     raise
                 request.environ[ROUTE_KEY] = PASSTHROUGH
+                refused = principal_of(request.environ).refused
+                if refused is not None:  # Ironic may not ask this user
+                    raise Forbidden(refused) from None
                 return self._passthrough(request, version), version
             request.environ[ROUTE_KEY] = route.template
+            _refuse_once_found(ctx)
             limits.check_query(route.template, request.method,
                                request.args.pairs)
             handler = self._handlers[route.endpoint]
@@ -412,3 +424,15 @@ class Application:
         LOG.error("Unexpected error in %s %s", request.method, request.path,
                   exc_info=exc)
         return json_response(error_body(500, INTERNAL_ERROR), 500)
+
+
+def _refuse_once_found(ctx: Context) -> None:
+    """A role refusal the authentication left for a request naming a
+    node: 404 when the caller cannot see that node, else 403."""
+    refused = principal_of(ctx.request.environ).refused
+    if refused is None:
+        return
+    ident = named_node(ctx.request.path)
+    if ident is not None:
+        node_service.find(ctx.services.db, node_scope(ctx), ident)
+    raise Forbidden(refused)

@@ -32,6 +32,11 @@ from baremetal_allocclient.server.allocation.wait_permits import (
     WaitPermits,
     waiting_capacity,
 )
+from baremetal_allocclient.server.allocation.watch.feed import (
+    Feed,
+    FeedOptions,
+)
+from baremetal_allocclient.server.allocation.watch.hub import Hub
 from baremetal_allocclient.server.allocation.workers import AllocationWorkers
 from baremetal_allocclient.server.api.limits import MAX_BODY
 from baremetal_allocclient.server.api.paths import CanonicalPaths
@@ -65,6 +70,7 @@ class Assembly:
     takeover: Takeover
     hardware: FakeHardware
     expiry: LeaseExpiry
+    watch: Feed | None
     app: Any
     started: datetime.datetime
     recorder: Recorder
@@ -86,6 +92,8 @@ class Assembly:
         if self.rounds is not None:
             self.rounds.start()
         self.backend.start()
+        if self.watch is not None:
+            self.watch.start()
 
     def stop(self) -> None:
         """No new take-overs; running allocations finish, queued ones stay
@@ -98,6 +106,8 @@ class Assembly:
         self.workers.shutdown()
         self.backend.stop()
         self.hardware.shutdown()
+        if self.watch is not None:
+            self.watch.stop()
         self.membership.leave()
 
 
@@ -146,6 +156,7 @@ def build(db: Database, args: argparse.Namespace) -> Assembly:
     expiry = LeaseExpiry(db, hardware, args.expire_leases,
                          undeploy=args.expire_leases_undeploy,
                          recorder=recorder)
+    watch = _watch(db, args)
     app = setup.wrap(Application(Services(
         db, workers, hardware, args.conductor_name, backend,
         max_prefer_wait=args.max_prefer_wait,
@@ -156,6 +167,7 @@ def build(db: Database, args: argparse.Namespace) -> Assembly:
         metrics=metrics,
         passthrough=_passthrough(backend),
         default_order=backend_options.default_order(args),
+        watch=watch,
     )))
     # Ironic's paths (no version prefix, ".json"), before authentication
     # looks at them.
@@ -164,7 +176,19 @@ def build(db: Database, args: argparse.Namespace) -> Assembly:
     app = endpoints.healthcheck(app, health.checker(db, workers),
                                 args.healthcheck_disable_file)
     return Assembly(db, setup, backend, membership, workers, rounds,
-                    takeover, hardware, expiry, app, started, recorder)
+                    takeover, hardware, expiry, watch, app, started,
+                    recorder)
+
+
+def _watch(db: Database, args: argparse.Namespace) -> Feed | None:
+    """The change stream's feed and hub (not started); None when
+    ``watch_max_watchers`` is 0."""
+    if not args.watch_max_watchers:
+        return None
+    hub = Hub(args.watch_max_watchers, args.watch_heartbeat,
+              args.watch_buffer_limit)
+    return Feed(db, hub, FeedOptions(interval=args.watch_poll_interval,
+                                     retention=args.watch_retention))
 
 
 def _passthrough(backend: Backend) -> Passthrough | None:

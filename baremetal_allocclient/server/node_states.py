@@ -62,12 +62,17 @@ class Transition:
     steps: tuple[tuple[str, str], ...]
     final: str
     releases_allocation: bool = False
+    #: Refused (403) on a protected node: undeploy and rebuild.
+    refused_when_protected: bool = False
 
 
 _MANAGE = Transition("manage", ((VERIFYING, MANAGEABLE),), MANAGEABLE)
 _MANAGE_DIRECT = Transition("manage", (), MANAGEABLE)
 _PROVIDE = Transition("provide", ((CLEANING, AVAILABLE),), AVAILABLE)
 _DEPLOY = Transition("deploy", ((DEPLOYING, ACTIVE),), ACTIVE)
+#: A deployed node deployed again (its allocation stays).
+_REBUILD = Transition("rebuild", ((DEPLOYING, ACTIVE),), ACTIVE,
+                      refused_when_protected=True)
 #: Fake inspection finds nothing new and returns to manageable.
 _INSPECT = Transition("inspect", ((INSPECTING, MANAGEABLE),), MANAGEABLE)
 _UNDEPLOY = Transition(
@@ -75,6 +80,7 @@ _UNDEPLOY = Transition(
     ((DELETING, AVAILABLE), (CLEANING, AVAILABLE)),
     AVAILABLE,
     releases_allocation=True,
+    refused_when_protected=True,
 )
 
 # verb -> {starting state -> transition}
@@ -88,6 +94,7 @@ _TABLE: dict[str, dict[str, Transition]] = {
     "provide": {MANAGEABLE: _PROVIDE},
     "inspect": {MANAGEABLE: _INSPECT, INSPECT_FAILED: _INSPECT},
     "active": {AVAILABLE: _DEPLOY, DEPLOY_FAILED: _DEPLOY},
+    "rebuild": {ACTIVE: _REBUILD, DEPLOY_FAILED: _REBUILD, ERROR: _REBUILD},
     "deleted": {
         ACTIVE: _UNDEPLOY,
         DEPLOY_FAILED: _UNDEPLOY,

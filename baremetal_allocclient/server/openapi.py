@@ -208,6 +208,13 @@ OPERATIONS: tuple[Operation, ...] = (
               "reserve count nodes in one transaction, all active or "
               "none (409, nothing created)", 201, _allocation_group,
               headers=("Extensions",)),
+    Operation("/v1/allocation_changes", "GET", "watchAllocations",
+              "Extension (header X-Baremetal-Alloc-Extensions: watch): "
+              "the committed changes of the allocations the caller may "
+              "see, after the cursor since (default: now), as JSON lines "
+              "held open (410: the cursor is out of the log, list "
+              "again)", 200, headers=("Extensions",),
+              media="application/x-ndjson"),
     Operation("/metrics", "GET", "getMetrics",
               "This process's and the fleet's metrics, in the Prometheus "
               "text format (admins only)", 200, media="text/plain"),

@@ -278,6 +278,38 @@ def _conductor_group() -> list[Option]:
     ]
 
 
+def _watch_group() -> list[Option]:
+    return [
+        _option("watch", cfg.Opt(
+            "max_watchers", type=Count(0), default=2000,
+            help="Watchers of the change stream (the watch extension) "
+                 "this process holds at most; beyond that a watch answers "
+                 "503 and the client polls. 0: the stream is not offered."),
+            dest="watch_max_watchers"),
+        _option("watch", cfg.Opt(
+            "heartbeat", type=Seconds(), default=15.0,
+            help="A watcher sent nothing for this many seconds is sent a "
+                 "heartbeat line (a dead peer is noticed)."),
+            dest="watch_heartbeat"),
+        _option("watch", cfg.Opt(
+            "buffer_limit", type=Count(4096, 1 << 30), default=1_048_576,
+            help="Bytes a watcher may leave unread; past that it is "
+                 "dropped (it resumes from its cursor)."),
+            dest="watch_buffer_limit"),
+        _option("watch", cfg.Opt(
+            "retention", type=Seconds(), default=3600.0,
+            help="Seconds the change log keeps a change; a watch from an "
+                 "older cursor answers 410 (list again)."),
+            dest="watch_retention"),
+        _option("watch", cfg.Opt(
+            "poll_interval", type=Seconds(), default=0.05,
+            help="Seconds between reads of the change log while this "
+                 "process holds watchers (changes committed by any "
+                 "process reach its watchers within about this)."),
+            dest="watch_poll_interval"),
+    ]
+
+
 def _placement_group() -> list[Option]:
     return [
         _option("placement", cfg.StrOpt(
@@ -357,7 +389,8 @@ def _ironic_group() -> list[Option]:
 #: Every option, in the order of ``--help`` and the sample config.
 OPTIONS: tuple[Option, ...] = (
     *_default_group(), *_api_group(), *_database_group(),
-    *_conductor_group(), *_placement_group(), *_ironic_group(),
+    *_conductor_group(), *_watch_group(), *_placement_group(),
+    *_ironic_group(),
 )
 
 

@@ -21,6 +21,7 @@ from baremetal_allocclient.server.allocation.wait_permits import (
     WaitPermits,
     waiting_capacity,
 )
+from baremetal_allocclient.server.allocation.watch.feed import Feed
 from baremetal_allocclient.server.allocation.workers import AllocationWorkers
 from baremetal_allocclient.server.api import prefer
 from baremetal_allocclient.server.broker.passthrough import Passthrough
@@ -75,6 +76,8 @@ class Services:
     passthrough: Passthrough | None = None
     #: The order of requests that name none (``serve --default-order``).
     default_order: Order = Order.FIRST_FIT
+    #: The change stream (the watch extension); None: not offered.
+    watch: Feed | None = None
 
     @property
     def recorder(self) -> Recorder:

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
         AllocationRequest,
         RequestFields,
     )
+    from baremetal_allocclient.v1.watching import AllocationChange
 
 __all__ = ["CAPACITY_PATH", "CLIENT_NAME", "SERVICE_TYPE", "UNSET", "Client",
            "VersionArg"]
@@ -553,6 +554,61 @@ class Client(ApiSession):
         from baremetal_allocclient.v1 import capacity
 
         return capacity.get_capacity(self, resource_class, constraints)
+
+    # -- watching (v1/watching.py) ---------------------------------------
+
+    def watch_allocations(
+        self,
+        *,
+        since: int | None = None,
+        timeout: float | None = None,
+        deadline: budget.Deadline | None = None,
+        resource_class: str | None = None,
+        state: str | None = None,
+        owner: str | None = None,
+        node: str | None = None,
+        name: str | None = None,
+        group: str | None = None,
+        uuid: str | None = None,
+    ) -> Iterator[AllocationChange]:
+        """Yield each committed change of the allocations this client may
+        see, as :class:`~baremetal_allocclient.v1.watching.
+        AllocationChange` (the reference server's watch extension).
+
+        ``since`` is a cursor (a change's, or :meth:`watch_cursor` read
+        before a list: list, then watch); without it the stream starts
+        now.  The filters are the allocation list's (plus
+        ``name``, ``group`` and ``uuid``).  A dropped connection is
+        opened again from the last cursor read: no change is missed or
+        repeated.  Ends when ``timeout`` (or ``deadline``) runs out;
+        ``None`` watches until the caller stops iterating.
+
+        Raises:
+            ExtensionNotSupported: the server does not offer the stream
+                (real Ironic): poll instead.
+            Gone: ``since`` is older than the server keeps changes; list
+                again and watch from the list's cursor.
+        """
+        from baremetal_allocclient.v1 import watching
+
+        return watching.watch_allocations(
+            self, since=since, timeout=timeout, deadline=deadline,
+            resource_class=resource_class, state=state, owner=owner,
+            node=node, name=name, group=group, uuid=uuid)
+
+    def watch_cursor(self) -> int:
+        """The cursor to pass as ``since`` to :meth:`watch_allocations`
+        after a list made next (take it before the list)."""
+        from baremetal_allocclient.v1 import watching
+
+        return watching.cursor(self)
+
+    def supports_watch(self) -> bool:
+        """Whether the server offers the change stream (reads ``GET /v1``
+        once)."""
+        from baremetal_allocclient.v1 import watching
+
+        return watching.supported(self)
 
     # -- waiting (v1/polling.py, reservation.py) ------------------------
 

@@ -36,6 +36,17 @@ def wait_for_allocation(
     else:
         initial = None
         ident = allocation
+    if initial is None or initial.state == waiting.ALLOCATING:
+        from baremetal_allocclient.v1 import watching
+
+        # Only where GET /v1 was read already (no request of its own: a
+        # wait against real Ironic costs what it cost before).
+        if watching.known_supported(session):
+            try:
+                return watching.wait_for_allocation(session, ident, initial,
+                                                    deadline)
+            except watching.NotOffered:
+                pass  # polled below, within the same deadline
     return waiting.wait_for_allocation(
         lambda: allocations.get(session, ident, deadline),
         initial,

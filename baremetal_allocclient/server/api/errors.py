@@ -19,6 +19,7 @@ STATUS: dict[type[domain.DomainError], int] = {
     domain.NotFound: 404,
     domain.Conflict: 409,
     domain.Busy: 503,
+    domain.Gone: 410,
 }
 
 

@@ -207,15 +207,18 @@ def reader_may(method: str, path: str) -> bool:
 
 def check(principal: Principal | None, method: str, path: str,
           user: str | None) -> Principal:
-    """The request's principal, or :class:`auth.Rejected` (403)."""
+    """The request's principal (with a refusal left to the application,
+    see :func:`auth.refuse`), or :class:`auth.Rejected` (403)."""
     if principal is None:
         raise auth.Rejected(
             403, f"User {user or 'unknown'} has no role on this service "
                  f"in the token's scope")
     if principal.read_only and not reader_may(method, path):
-        raise auth.Rejected(403, "A reader may not change anything")
+        return auth.refuse(principal, "A reader may not change anything",
+                           path)
     if not principal.admin and not auth.member_may(method, path):
-        raise auth.Rejected(403, "Only an admin may change nodes")
+        return auth.refuse(principal, "Only an admin may change nodes",
+                           path)
     return principal
 
 

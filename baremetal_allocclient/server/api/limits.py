@@ -28,7 +28,7 @@ NODE_FILTERS = (
     "associated", "conductor_group", "driver", "fault", "instance_uuid",
     "lessee", "maintenance", "owner", "provision_state", "resource_class",
     "retired", "shard", "sharded", "parent_node", "include_children",
-    "instance_name", "chassis_uuid",
+    "instance_name", "chassis_uuid", "conductor",
 )
 ALLOCATION_FILTERS = ("node", "owner", "resource_class", "state")
 PORT_FILTERS = ("address", "node", "node_uuid")
@@ -44,6 +44,8 @@ QUERY_PARAMS: dict[tuple[str, str], tuple[str, ...]] = {
     ("/v1/nodes/<ident>", "GET"): ("fields",),
     ("/v1/nodes/<ident>/allocation", "GET"): ("fields",),
     ("/v1/allocation_capacity", "GET"): ("resource_class", "constraints"),
+    ("/v1/allocation_changes", "GET"): (*ALLOCATION_FILTERS, "name",
+                                        "group", "uuid", "since"),
     ("/v1/ports", "GET"): (*PORT_FILTERS, *_PAGING, "detail"),
     ("/v1/ports/detail", "GET"): (*PORT_FILTERS, *_PAGING[1:]),
     ("/v1/ports/<ident>", "GET"): ("fields",),

@@ -7,11 +7,12 @@ every database.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from urllib.parse import urlencode
 
-from baremetal_allocclient.server.api import numbers
-from baremetal_allocclient.server.api.errors import bad_request
+from baremetal_allocclient.server import schemas
+from baremetal_allocclient.server.api import numbers, versions
+from baremetal_allocclient.server.api.errors import bad_request, not_acceptable
 from baremetal_allocclient.server.domain.paging import Page
 
 MAX_LIMIT = 1000
@@ -60,6 +61,42 @@ def parse_fields(value: str | None) -> list[str] | None:
     if value is None:
         return None
     return [f.strip() for f in value.split(",") if f.strip()]
+
+
+def answer_fields(fields: list[str] | None, detail_query: str | None,
+                  minor: int, detail_route: bool,
+                  default: Sequence[str]) -> list[str] | None:
+    """The fields a list of ports or chassis answers with (None: every
+    field): ``/detail`` or ``?detail=True`` (from 1.43, never with
+    ``fields``) give every one; otherwise ``fields`` (already checked)
+    or the list's ``default``."""
+    if detail_route:
+        return None
+    as_detail = schemas.boolean("detail", detail_query)
+    if as_detail is not None and minor < versions.DETAIL_QUERY:
+        raise not_acceptable()
+    if as_detail and fields is not None:
+        raise bad_request("Can not specify ?detail=True and fields")
+    if as_detail:
+        return None
+    return fields if fields is not None else list(default)
+
+
+def parse_page(query: Callable[[str], str | None], sort_keys: Sequence[str],
+               unsortable: Sequence[str],
+               newer: Callable[[str], bool] = lambda _key: False) -> Page:
+    """The page a list asks for (``limit``, ``sort_key``, ``sort_dir``):
+    a field that cannot be sorted on is a 400, one newer than the
+    request's version (``newer``) a 406."""
+    sort_key = query("sort_key")
+    if sort_key in unsortable:
+        raise bad_request(f"The sort_key value {sort_key} is an invalid "
+                          f"field for sorting")
+    if sort_key is not None and newer(sort_key):
+        raise not_acceptable()
+    return Page(limit=parse_limit(query("limit")),
+                sort_key=parse_sort_key(sort_key, sort_keys),
+                sort_dir=parse_sort_dir(query("sort_dir")))
 
 
 def split_list(value: str) -> list[str]:

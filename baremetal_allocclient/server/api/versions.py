@@ -55,6 +55,10 @@ LESSEE = 65
 DEPLOY_STEPS = 69
 DEPLOY_VERBS = 73
 BOOT_MODE = 75
+#: From 1.2 an available node shows ``available`` (before: null).
+AVAILABLE_STATE = 2
+#: From 1.12 nodes and their states show their RAID configuration.
+RAID_CONFIG = 12
 ALLOCATION_NODE_NAME = 79
 SHARDS = 82
 PARENT_NODE = 83

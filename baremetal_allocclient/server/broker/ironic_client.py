@@ -16,9 +16,10 @@ import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
-from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import http_basic, noauth
 from keystoneauth1 import session as ks_session
+
+from baremetal_allocclient.server.allocation.backends import remote
 
 LOG = logging.getLogger(__name__)
 
@@ -87,7 +88,10 @@ class IronicClient:
                  timeout: float = DEFAULT_TIMEOUT) -> None:
         self._session = session
         self.endpoint = endpoint.rstrip("/") if endpoint else None
-        self._timeout = timeout
+        self._service = remote.Service(
+            "Ironic", SERVICE_TYPE, IronicUnavailable, self.endpoint,
+            timeout=timeout, connect_retries=0,
+            headers={"X-OpenStack-Ironic-API-Version": microversion_text()})
 
     # -- transport ------------------------------------------------------
     def request(self, method: str, path: str, json: object = None,
@@ -95,45 +99,12 @@ class IronicClient:
                 | None = None,
                 ok: Sequence[int] = (200, 201, 204)) -> Any:
         """One call; the decoded body (None when empty) or an exception."""
-        url = path
-        if params:
-            url += "?" + urllib.parse.urlencode(params)
-        kwargs: dict[str, Any] = {
-            "headers": {
-                "X-OpenStack-Ironic-API-Version": microversion_text(),
-                "Accept": "application/json",
-            },
-            "raise_exc": False,
-            "timeout": self._timeout,
-            "connect_retries": 0,
-            "endpoint_filter": {"service_type": SERVICE_TYPE,
-                                "interface": "public"},
-        }
-        if self.endpoint:
-            kwargs["endpoint_override"] = self.endpoint
-        if json is not None:
-            kwargs["json"] = json
-        try:
-            response = self._session.request(url, method, **kwargs)
-        except (ks_exc.ConnectFailure, ks_exc.ConnectTimeout,
-                ks_exc.RequestTimeout, ks_exc.UnknownConnectionError,
-                ks_exc.EndpointNotFound) as exc:
-            raise IronicUnavailable(
-                f"Ironic is unreachable ({method} {path})") from exc
-        if response.status_code in (502, 503, 504):
-            raise IronicUnavailable(
-                f"Ironic answered {response.status_code} to {method} "
-                f"{path}")
-        body: Any = None
-        if response.content:
-            try:
-                body = response.json()
-            except ValueError:
-                body = None
-        if response.status_code not in ok:
-            raise IronicError(method, path, response.status_code,
-                              error_message(body, response.text[:300]))
-        return body
+        answer = remote.call(self._session, self._service, method, path,
+                             json, params)
+        if answer.status not in ok:
+            raise IronicError(method, path, answer.status,
+                              error_message(answer.body, answer.text))
+        return answer.body
 
     # -- versions -------------------------------------------------------
     def check_version(self) -> tuple[int, int]:

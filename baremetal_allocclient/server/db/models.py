@@ -12,12 +12,14 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     DateTime,
     Double,
     ForeignKey,
     Index,
     Integer,
+    UniqueConstraint,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -315,3 +317,51 @@ class NodeVif(Base):
     created_at: Mapped[datetime.datetime] = mapped_column(
         DateTime, default=utcnow
     )
+
+
+class AllocationChange(Base):
+    """One committed change of an allocation (the watch extension): the
+    allocation as the change left it (as it was, for ``deleted``).
+    Written by triggers on ``allocations`` in the change's transaction
+    (migration 0017); ``seq``, the cursor, is handed out once committed
+    (``allocation/watch/log.py``)."""
+
+    __tablename__ = "allocation_changes"
+    __table_args__ = (
+        UniqueConstraint("seq", name="allocation_changes_seq_key"),
+        {"sqlite_autoincrement": True},
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    seq: Mapped[int | None] = mapped_column(BigInteger)
+    sequenced_at: Mapped[datetime.datetime | None] = mapped_column(
+        PreciseDateTime)
+    op: Mapped[str] = mapped_column(ExactString(8))
+    allocation_id: Mapped[int] = mapped_column(Integer)
+    uuid: Mapped[str] = mapped_column(ExactString(36))
+    name: Mapped[str | None] = mapped_column(ExactString(255))
+    state: Mapped[str] = mapped_column(ExactString(15))
+    node_uuid: Mapped[str | None] = mapped_column(ExactString(36))
+    owner: Mapped[str | None] = mapped_column(ExactString(255))
+    resource_class: Mapped[str | None] = mapped_column(ExactString(80))
+    group_name: Mapped[str | None] = mapped_column(ExactString(255))
+    last_error: Mapped[str | None] = mapped_column(ExactText())
+    extra: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    traits: Mapped[list[str] | None] = mapped_column(JSON)
+    lease_expires_at: Mapped[datetime.datetime | None] = mapped_column(
+        DateTime)
+    queue_deadline: Mapped[datetime.datetime | None] = mapped_column(
+        DateTime)
+
+
+class AllocationChangeCursor(Base):
+    """The one row (id 1) the sequencer holds while it hands out
+    cursors: the last one handed out, and the highest one the retention
+    removed."""
+
+    __tablename__ = "allocation_change_cursor"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True,
+                                    autoincrement=False)
+    last_seq: Mapped[int] = mapped_column(BigInteger)
+    pruned_through: Mapped[int] = mapped_column(BigInteger)

@@ -38,3 +38,8 @@ class Conflict(DomainError):
 
 class Busy(DomainError):
     """No capacity for the request now; retrying later may succeed: 503."""
+
+
+class Gone(DomainError):
+    """What the request names existed but is no longer kept (a watch
+    cursor older than the change log's retention): 410."""

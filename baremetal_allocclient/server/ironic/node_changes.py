@@ -153,6 +153,10 @@ def apply_changes(
             f"Node {node.uuid} can only be made protected in provision "
             f"states 'active' or 'rescue', the current state is "
             f"'{node.provision_state}'")
+    if "protected_reason" in changed and after["protected_reason"] and \
+            not after["protected"]:
+        raise Invalid("The protected_reason field can only be set when "
+                      "protected is True")
     if "instance_uuid" in changed:
         _change_instance_uuid(session, node, after["instance_uuid"],
                               recorder)

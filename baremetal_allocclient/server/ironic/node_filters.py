@@ -16,6 +16,11 @@ from baremetal_allocclient.server.api.errors import (
 from baremetal_allocclient.server.domain import identifiers
 from baremetal_allocclient.server.ironic.node_listing import NodeFilters
 
+#: The faults Ironic sets (``fault`` filter values).
+VALID_FAULTS = ("power failure", "clean failure", "rescue abort failure",
+                "service failure")
+#: The ``conductor`` filter's version.
+CONDUCTOR_FILTER = 49
 #: Filters on one column: (query parameter and column, since minor).
 _EQUAL = (
     ("resource_class", versions.RESOURCE_CLASS),
@@ -44,6 +49,10 @@ def _equal(ctx: Context) -> list[tuple[str, str]]:
         if value is None:
             continue
         _gate(ctx, since, value)
+        if name == "fault" and value not in VALID_FAULTS:
+            raise bad_request(
+                f'Unrecognized fault "{value}" is specified, allowed '
+                f"faults are {VALID_FAULTS}")
         if name == "instance_uuid":
             value = identifiers.canonical_uuid(value)
         found.append((name, value))
@@ -61,11 +70,22 @@ def _chassis(ctx: Context, path_chassis: str | None) -> str | None:
     return None if value is None else identifiers.canonical_uuid(value)
 
 
-def parse(ctx: Context, chassis_uuid: str | None = None) -> NodeFilters:
+def _managed_here(ctx: Context, conductor: str) -> bool:
+    """Whether the ``conductor`` filter keeps any node: every node shows
+    the conductor that answers (this process's name), so only that name
+    selects them (Ironic: the conductor its hash ring gives the node)."""
+    value = ctx.query("conductor")
+    _gate(ctx, CONDUCTOR_FILTER, value)
+    return value is None or value == conductor
+
+
+def parse(ctx: Context, conductor: str,
+          chassis_uuid: str | None = None) -> NodeFilters:
     """The request's filters; a 400 for a bad value, a 406 for a filter
     newer than its version.  Child nodes are listed only when asked
     for, at every version, as in Ironic.  ``chassis_uuid``: the
-    chassis of the path, if any."""
+    chassis of the path, if any; ``conductor``: the name every node
+    shows as its conductor."""
     state = ctx.query("provision_state")
     if state is not None and state not in ns.ALL_STATES:
         raise bad_request(f'Provision state "{state}" is not valid')
@@ -90,4 +110,5 @@ def parse(ctx: Context, chassis_uuid: str | None = None) -> NodeFilters:
         shards=None if shard is None else listing.split_list(shard),
         sharded=sharded, instance_name=instance_name, parent_node=parent,
         include_children=bool(children),
-        chassis_uuid=_chassis(ctx, chassis_uuid))
+        chassis_uuid=_chassis(ctx, chassis_uuid),
+        managed_here=_managed_here(ctx, conductor))

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import false, select
 from sqlalchemy.orm import Session
 
 from baremetal_allocclient.server.db import lookups, node_lookup, paging
@@ -39,6 +39,9 @@ class NodeFilters:
     include_children: bool = False
     #: The nodes of this chassis (a UUID).
     chassis_uuid: str | None = None
+    #: False: the ``conductor`` filter names another conductor than the
+    #: one every node shows; no node is listed.
+    managed_here: bool = True
 
 
 def _query(who: Principal, filters: NodeFilters) -> Any:
@@ -46,6 +49,8 @@ def _query(who: Principal, filters: NodeFilters) -> Any:
     visible = node_lookup.node_filter(who)
     if visible is not None:
         query = query.where(visible)
+    if not filters.managed_here:
+        query = query.where(false())
     if filters.provision_state is not None:
         query = query.where(Node.provision_state == filters.provision_state)
     for flag, column in ((filters.maintenance, Node.maintenance),

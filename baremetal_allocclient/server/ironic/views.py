@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from baremetal_allocclient.server import node_states as ns
 from baremetal_allocclient.server.api import versions
 from baremetal_allocclient.server.api.errors import (
     bad_request,
@@ -78,6 +79,14 @@ def check_node_fields(fields: Sequence[str] | None, minor: int) -> None:
         raise not_acceptable()
 
 
+def shown_provision_state(state: str, minor: int) -> str | None:
+    """A provision state as a version shows it (pure): before 1.2 an
+    available node's state is null, as in Ironic."""
+    if state == ns.AVAILABLE and minor < versions.AVAILABLE_STATE:
+        return None
+    return state
+
+
 def node_view(
     node: Node,
     traits: Sequence[str],
@@ -126,7 +135,8 @@ def node_view(
         "properties": node.properties or {},
         "protected": node.protected,
         "protected_reason": node.protected_reason,
-        "provision_state": node.provision_state,
+        "provision_state": shown_provision_state(node.provision_state,
+                                                 minor),
         "provision_updated_at": timestamp(node.provision_updated_at),
         "raid_config": {},
         "reservation": None,

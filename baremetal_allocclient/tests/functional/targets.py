@@ -320,13 +320,19 @@ def ensure_ironic_venv() -> str:
 
 def ironic_config(workdir: str, port: int,
                   connection: str | None = None,
-                  htpasswd: str | None = None) -> str:
+                  htpasswd: str | None = None,
+                  keystone: str | None = None) -> str:
     """ironic.conf text for an all-in-one, fake-hardware, noauth Ironic
     (on its own SQLite file unless ``connection`` names a database; HTTP
-    basic authentication against the ``htpasswd`` file when given)."""
-    auth = (["auth_strategy = http_basic",
-             f"http_basic_auth_user_file = {htpasswd}"]
-            if htpasswd else ["auth_strategy = noauth"])
+    basic authentication against the ``htpasswd`` file when given;
+    Keystone's with ``keystone``, its ``[keystone_authtoken]`` text)."""
+    if keystone:
+        auth = ["auth_strategy = keystone"]
+    elif htpasswd:
+        auth = ["auth_strategy = http_basic",
+                f"http_basic_auth_user_file = {htpasswd}"]
+    else:
+        auth = ["auth_strategy = noauth"]
     lines = [
         "[DEFAULT]",
         *auth,
@@ -353,7 +359,7 @@ def ironic_config(workdir: str, port: int,
                            f"sqlite:///{workdir}/ironic.sqlite?timeout=30"),
         "[oslo_concurrency]", f"lock_path = {workdir}/locks",
     ]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + (keystone or "")
 
 
 class Ironic(Peer):
@@ -363,10 +369,12 @@ class Ironic(Peer):
     name = "ironic"
 
     def __init__(self, database: databases.ScratchDatabase | None = None,
-                 htpasswd: str | None = None) -> None:
+                 htpasswd: str | None = None,
+                 keystone: str | None = None) -> None:
         self.bin_dir = ensure_ironic_venv()
         self.database = database
         self.htpasswd = htpasswd
+        self.keystone = keystone
         super().__init__()
         self.conf = os.path.join(self.workdir, "ironic.conf")
         try:
@@ -385,7 +393,7 @@ class Ironic(Peer):
             handle.write(ironic_config(
                 self.workdir, port,
                 None if self.database is None else self.database.url,
-                self.htpasswd))
+                self.htpasswd, self.keystone))
         return [os.path.join(self.bin_dir, "ironic"), "--config-file",
                 self.conf]
 

@@ -29,7 +29,7 @@ from sqlalchemy import ColumnElement
 
 from baremetal_allocclient.constraints import Order
 from baremetal_allocclient.server.allocation import reservation, selection
-from baremetal_allocclient.server.allocation.backends import database
+from baremetal_allocclient.server.allocation.backends import database, remote
 from baremetal_allocclient.server.allocation.backends.base import Job, Settled
 from baremetal_allocclient.server.allocation.states import ACTIVE, ALLOCATING
 from baremetal_allocclient.server.broker.ironic_client import (
@@ -45,7 +45,6 @@ from baremetal_allocclient.server.domain.errors import Busy, Conflict, Invalid
 LOG = logging.getLogger(__name__)
 
 SEARCH_ROUNDS = 5
-UNREACHABLE_PAUSE = 0.5
 #: Seconds between reads of a claim Ironic is still settling.
 SETTLE_POLL = (0.02, 0.05, 0.1, 0.2)
 #: Seconds a resource class read from Ironic on a miss stays fresh.
@@ -84,21 +83,18 @@ class IronicBackend:
     # -- allocation -----------------------------------------------------
     def allocate(self, job: Job) -> Settled | None:
         """Claim in Ironic, then in the database; or record why not."""
-        deadline = time.monotonic() + self._wait
-        while True:
-            try:
-                return self._allocate(job)
-            except IronicUnavailable as exc:
-                if time.monotonic() >= deadline:
-                    return database.fail(self._db, job, (
-                        f"Ironic is unreachable (waited {self._wait:g} s): "
-                        f"{exc}"), step="ironic")
-                time.sleep(UNREACHABLE_PAUSE)
-            except IronicError as exc:
-                self._unclaim_quietly(job)
-                return database.fail(self._db, job,
-                                     f"Ironic refused: {exc.message}",
-                                     step="ironic")
+        try:
+            return remote.patiently(lambda: self._allocate(job),
+                                    IronicUnavailable, self._wait)
+        except remote.StillUnreachable as exc:
+            return database.fail(self._db, job, (
+                f"Ironic is unreachable (waited {exc.waited:g} s): "
+                f"{exc.cause}"), step="ironic")
+        except IronicError as exc:
+            self._unclaim_quietly(job)
+            return database.fail(self._db, job,
+                                 f"Ironic refused: {exc.message}",
+                                 step="ironic")
 
     def _allocate(self, job: Job) -> Settled | None:
         if not self._owned(job):

@@ -96,7 +96,9 @@ def _ironic(db: Database, args: argparse.Namespace) -> Backend:
                 "[ironic] auth_type http_basic needs username and password")
         session = ic.session_for(args.ironic_auth_type, args.ironic_url,
                                  args.ironic_username, args.ironic_password)
-    client = ic.IronicClient(session, args.ironic_url)
+    client = ic.IronicClient(
+        session, args.ironic_url or _catalog_endpoint(
+            session, args.ironic_cloud, ic.SERVICE_TYPE))
     try:
         maximum = client.check_version()
     except (ic.IronicError, ic.IronicUnavailable) as exc:
@@ -108,6 +110,26 @@ def _ironic(db: Database, args: argparse.Namespace) -> Backend:
     return IronicBackend(db, client, sync, args.conductor_name,
                          wait=args.ironic_wait,
                          default_order=default_order(args))
+
+
+def _catalog_endpoint(session: Any, cloud_name: str,
+                      service_type: str) -> str:
+    """The public endpoint of ``service_type`` in the catalog of the
+    cloud's session (the routes the broker passes through go there)."""
+    from keystoneauth1 import exceptions as ks_exc
+
+    try:
+        endpoint = session.get_endpoint(service_type=service_type,
+                                        interface="public")
+    except ks_exc.ClientException as exc:  # unreachable, refused, ...
+        raise BackendConfigError(
+            f"cannot read the catalog of cloud {cloud_name!r}: {exc}"
+        ) from exc
+    if not endpoint:
+        raise BackendConfigError(
+            f"the catalog of cloud {cloud_name!r} has no public "
+            f"{service_type!r} endpoint; set [ironic] url")
+    return str(endpoint)
 
 
 def _cloud_session(cloud_name: str, service: str) -> Any:

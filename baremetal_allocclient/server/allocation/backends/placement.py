@@ -23,7 +23,6 @@ from __future__ import annotations
 import logging
 import random
 import threading
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,7 +33,7 @@ from baremetal_allocclient.server.allocation import (
     reservation,
     selection,
 )
-from baremetal_allocclient.server.allocation.backends import database
+from baremetal_allocclient.server.allocation.backends import database, remote
 from baremetal_allocclient.server.allocation.backends.base import Job, Settled
 from baremetal_allocclient.server.allocation.placement import model
 from baremetal_allocclient.server.allocation.placement.client import (
@@ -53,7 +52,6 @@ LOG = logging.getLogger(__name__)
 
 SEARCH_ROUNDS = 5
 CLAIM_RETRIES = 3
-UNREACHABLE_PAUSE = 0.5
 
 #: What one claim attempt came to: the settled allocation, or why not.
 _Outcome = Settled | reservation.Reservation
@@ -101,21 +99,15 @@ class PlacementBackend:
     # -- allocation -----------------------------------------------------
     def allocate(self, job: Job) -> Settled | None:
         """Claim in Placement, then in the database; or record why not."""
-        deadline = time.monotonic() + self._wait
-        while True:
-            try:
-                return self._allocate(job)
-            except PlacementUnavailable as exc:
-                if time.monotonic() >= deadline:
-                    return self._fail_and_unclaim(
-                        job, f"Placement is unreachable (waited "
-                             f"{self._wait:g} s): {exc}",
-                    )
-                time.sleep(UNREACHABLE_PAUSE)
-            except PlacementError as exc:
-                return self._fail_and_unclaim(
-                    job, f"Placement refused: {exc}"
-                )
+        try:
+            return remote.patiently(lambda: self._allocate(job),
+                                    PlacementUnavailable, self._wait)
+        except remote.StillUnreachable as exc:
+            return self._fail_and_unclaim(
+                job, f"Placement is unreachable (waited {exc.waited:g} s): "
+                     f"{exc.cause}")
+        except PlacementError as exc:
+            return self._fail_and_unclaim(job, f"Placement refused: {exc}")
 
     def _fail_and_unclaim(self, job: Job, reason: str) -> Settled | None:
         """Record the failure, then remove any claim made for it; both

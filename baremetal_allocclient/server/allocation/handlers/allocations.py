@@ -10,6 +10,7 @@ from baremetal_allocclient.server.allocation import marks, views
 from baremetal_allocclient.server.allocation.handlers import (
     extensions,
     marks_view,
+    watch,
 )
 from baremetal_allocclient.server.allocation.handlers.services import (
     allocation_services,
@@ -21,6 +22,7 @@ from baremetal_allocclient.server.allocation.service import (
     creating,
     records,
     releasing,
+    watching,
 )
 from baremetal_allocclient.server.api import (
     json_text,
@@ -89,6 +91,8 @@ def list_allocations(ctx: Context) -> Response:
     if marker is not None and not identifiers.is_uuid_like(marker):
         raise bad_request(f"Schema error: '{marker}' is not a 'uuid'")
     opted = marks_view.shown(ctx)
+    cursor = (watching.cursor(ctx.services.db)
+              if watch.opted_in(ctx) else None)
     rows = records.list_page(ctx.services.db, principal(ctx), records.Listing(
         page=page, owner=owner, state=ctx.query("state"),
         resource_class=ctx.query("resource_class"),
@@ -108,7 +112,10 @@ def list_allocations(ctx: Context) -> Response:
     )
     if link:
         members.append(("next", json_text.string(link)))
-    return json_text_response(json_text.members(members))
+    response = json_text_response(json_text.members(members))
+    if cursor is not None:
+        response.headers[extensions.WATCH_CURSOR_HEADER] = str(cursor)
+    return response
 
 
 def get_allocation(ctx: Context, ident: str) -> Response:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from baremetal_allocclient import constraints, leases
+from baremetal_allocclient import constraints, extension_names, leases
 from baremetal_allocclient import groups as group_model
 from baremetal_allocclient.server.allocation.handlers import capacity
 from baremetal_allocclient.server.allocation.handlers.services import (
@@ -29,12 +29,19 @@ from baremetal_allocclient.server.allocation.handlers.services import (
     allocation_services,
 )
 from baremetal_allocclient.server.allocation.line import waiting
+from baremetal_allocclient.server.allocation.watch.events import MEDIA_TYPE
+from baremetal_allocclient.server.allocation.watch.feed import Feed
 from baremetal_allocclient.server.api.context import Context
 from baremetal_allocclient.server.api.errors import bad_request
 from baremetal_allocclient.server.api.extensions import QUEUE
 
 #: Version of the queue extension's wire format.
 QUEUE_VERSION = 1
+#: Version of the watch extension's wire format.
+WATCH_VERSION = 1
+#: The header of an allocation list (opted into the watch extension)
+#: giving the cursor to watch from.
+WATCH_CURSOR_HEADER = "X-Baremetal-Alloc-Watch-Cursor"
 #: Version of the constraints extension's wire format.
 CONSTRAINTS_VERSION = 1
 #: Version of the leases extension: 2, the ``lease`` field (1 read two
@@ -86,6 +93,21 @@ def lease_advertisement(
     }
 
 
+def watch_advertisement(base_url: str, feed: Feed) -> dict[str, Any]:
+    """The ``watch`` entry: where to watch, the wire format, and the
+    limits (heartbeat, retention, watchers)."""
+    return {
+        "version": WATCH_VERSION,
+        "header": constraints.EXTENSION_HEADER,
+        "href": f"{base_url}{extension_names.WATCH_PATH}",
+        "media_type": MEDIA_TYPE,
+        "cursor_header": WATCH_CURSOR_HEADER,
+        "heartbeat": feed.hub.heartbeat,
+        "retention": feed.options.retention,
+        "max_watchers": feed.hub.max_watchers,
+    }
+
+
 def advertisement(base_url: str, services: AllocationServices | None = None,
                   groups: bool = True,
                   queue_max_wait: float | None = None) -> dict[str, Any]:
@@ -111,6 +133,9 @@ def advertisement(base_url: str, services: AllocationServices | None = None,
             "href": f"{base_url}{group_model.PATH}",
             "field": group_model.FIELD,
         }
+    feed = None if services is None else services.watch
+    if feed is not None:
+        found[extension_names.WATCH] = watch_advertisement(base_url, feed)
     if queue_max_wait is not None:
         found[QUEUE] = {
             "version": QUEUE_VERSION,

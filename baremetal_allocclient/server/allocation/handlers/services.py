@@ -16,6 +16,7 @@ from baremetal_allocclient.constraints import Order
 from baremetal_allocclient.server.allocation.backends.base import Backend
 from baremetal_allocclient.server.allocation.line.rounds import QueueRounds
 from baremetal_allocclient.server.allocation.wait_permits import WaitPermits
+from baremetal_allocclient.server.allocation.watch.feed import Feed
 from baremetal_allocclient.server.allocation.workers import AllocationWorkers
 from baremetal_allocclient.server.api.context import Context
 from baremetal_allocclient.server.db.engine import Database
@@ -47,6 +48,10 @@ class AllocationServices(Protocol):
     @property
     def queue(self) -> QueueRounds | None:
         """Waiting in line; None: not offered (the Placement backend)."""
+    @property
+    def watch(self) -> Feed | None:
+        """The change stream's feed; None: not offered here."""
+
     @property
     def recorder(self) -> Recorder:
         """Where the services count what they did."""

@@ -28,9 +28,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import session as ks_session
 from keystoneauth1 import token_endpoint
+
+from baremetal_allocclient.server.allocation.backends import remote
 
 LOG = logging.getLogger(__name__)
 
@@ -128,9 +129,11 @@ class PlacementClient:
     ) -> None:
         self._session = session
         self.endpoint = endpoint.rstrip("/") if endpoint else None
-        self._timeout = timeout
-        self._region = region_name
-        self._interface = interface
+        self._service = remote.Service(
+            "Placement", SERVICE_TYPE, PlacementUnavailable, self.endpoint,
+            interface=interface or "public", region_name=region_name,
+            timeout=timeout, headers={
+                "OpenStack-API-Version": f"placement {microversion_text()}"})
 
     # -- transport ------------------------------------------------------
     def request(
@@ -142,53 +145,13 @@ class PlacementClient:
         ok: Sequence[int] = (200, 201, 204),
     ) -> Any:
         """One call; the decoded body (None when empty) or an exception."""
-        url = path
-        if params:
-            url += "?" + urllib.parse.urlencode(params)
-        kwargs: dict[str, Any] = {
-            "headers": {
-                "OpenStack-API-Version":
-                    f"placement {microversion_text()}",
-                "Accept": "application/json",
-            },
-            "raise_exc": False,
-            "timeout": self._timeout,
-            "endpoint_filter": {
-                "service_type": SERVICE_TYPE,
-                "interface": self._interface or "public",
-                "region_name": self._region,
-            },
-        }
-        if self.endpoint:
-            kwargs["endpoint_override"] = self.endpoint
-        if json is not None:
-            kwargs["json"] = json
-        try:
-            response = self._session.request(url, method, **kwargs)
-        except (ks_exc.ConnectFailure, ks_exc.ConnectTimeout,
-                ks_exc.RequestTimeout, ks_exc.UnknownConnectionError,
-                ks_exc.EndpointNotFound) as exc:
-            raise PlacementUnavailable(
-                f"Placement is unreachable ({method} {path}): {exc}"
-            ) from exc
-        if response.status_code in (502, 503, 504):
-            raise PlacementUnavailable(
-                f"Placement answered {response.status_code} to {method} "
-                f"{path}"
-            )
-        body: Any = None
-        if response.content:
-            try:
-                body = response.json()
-            except ValueError:
-                body = None
-        if response.status_code not in ok:
-            code, detail = error_code(body)
-            raise PlacementError(
-                method, path, response.status_code, code,
-                detail or response.text[:300],
-            )
-        return body
+        answer = remote.call(self._session, self._service, method, path,
+                             json, params)
+        if answer.status not in ok:
+            code, detail = error_code(answer.body)
+            raise PlacementError(method, path, answer.status, code,
+                                 detail or answer.text)
+        return answer.body
 
     # -- versions -------------------------------------------------------
     def check_version(self) -> tuple[int, int]:

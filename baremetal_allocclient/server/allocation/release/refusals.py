@@ -92,18 +92,14 @@ def instance_uuid_removal_error(node: NodeView) -> str | None:
 
 
 def node_deletion_error(
-    node: NodeView, instance_uuid: str | None, protected: bool = False
+    node: NodeView, instance_uuid: str | None
 ) -> str | None:
     """Why deleting the node must be refused (409), None if allowed.
 
     A node in maintenance may be deleted with its allocation; otherwise an
-    associated node, or one in a busy state, stays.
+    associated node, or one in a busy state, stays.  (A protected node is
+    refused before, with a 403.)
     """
-    if protected:
-        return (
-            f"Node {node.uuid} is protected and cannot be undeployed, "
-            f"rebuilt or deleted"
-        )
     if node.maintenance:
         return None
     if instance_uuid:

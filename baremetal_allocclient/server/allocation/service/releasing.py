@@ -178,5 +178,4 @@ def _view(node: Node) -> refusals.NodeView:
 def node_deletion_refusal(node: Node) -> str | None:
     """Why deleting the node (with its allocation) is a 409 (None:
     allowed)."""
-    return refusals.node_deletion_error(
-        _view(node), node.instance_uuid, node.protected)
+    return refusals.node_deletion_error(_view(node), node.instance_uuid)

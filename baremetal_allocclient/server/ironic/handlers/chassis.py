@@ -20,7 +20,6 @@ from baremetal_allocclient.server.api.context import (
 )
 from baremetal_allocclient.server.api.errors import (
     bad_request,
-    not_acceptable,
 )
 from baremetal_allocclient.server.api.http import Response
 from baremetal_allocclient.server.domain import identifiers
@@ -43,28 +42,13 @@ def _list_fields(ctx: Context, detail: bool) -> list[str] | None:
     """The fields a list answers with; None for every field."""
     fields = listing.parse_fields(ctx.query("fields"))
     views.check_chassis_fields(fields, ctx.minor)
-    if detail:
-        return None
-    as_detail = schemas.boolean("detail", ctx.query("detail"))
-    if as_detail is not None and ctx.minor < 43:
-        raise not_acceptable()
-    if as_detail and fields is not None:
-        raise bad_request("Can not specify ?detail=True and fields")
-    if as_detail:
-        return None
-    return fields if fields is not None else list(views.CHASSIS_LIST_FIELDS)
+    return listing.answer_fields(fields, ctx.query("detail"), ctx.minor,
+                                 detail, views.CHASSIS_LIST_FIELDS)
 
 
 def _page(ctx: Context) -> Page:
-    sort_key = ctx.query("sort_key")
-    if sort_key in views.CHASSIS_UNSORTABLE:
-        raise bad_request(f"The sort_key value {sort_key} is an invalid "
-                          f"field for sorting")
-    return Page(
-        limit=listing.parse_limit(ctx.query("limit")),
-        sort_key=listing.parse_sort_key(sort_key, views.CHASSIS_SORT_KEYS),
-        sort_dir=listing.parse_sort_dir(ctx.query("sort_dir")),
-    )
+    return listing.parse_page(ctx.query, views.CHASSIS_SORT_KEYS,
+                              views.CHASSIS_UNSORTABLE)
 
 
 def list_chassis(ctx: Context, detail: bool = False) -> Response:

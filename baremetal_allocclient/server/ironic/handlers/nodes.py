@@ -114,7 +114,8 @@ def list_nodes(ctx: Context, detail: bool = False,
         ),
         sort_dir=listing.parse_sort_dir(ctx.query("sort_dir")),
     )
-    filters = node_filters.parse(ctx, chassis_uuid)
+    filters = node_filters.parse(ctx, ironic_services(ctx).conductor,
+                                 chassis_uuid)
     nodes, related = service.list_page(
         ctx.services.db, node_scope(ctx), filters, page, ctx.query("marker"))
     items = _render_many(ctx, nodes, related, None if detail else fields)

@@ -44,17 +44,8 @@ def _list_fields(ctx: Context, detail: bool) -> list[str] | None:
     """The fields a list answers with; None for every field."""
     fields = listing.parse_fields(ctx.query("fields"))
     views.check_port_fields(fields, ctx.minor)
-    if detail:
-        return None
-    as_detail = schemas.boolean("detail", ctx.query("detail"))
-    if as_detail is not None and ctx.minor < 43:
-        raise not_acceptable()
-    if as_detail and fields is not None:
-        raise bad_request("Can not specify ?detail=True and fields")
-    if as_detail:
-        return None
-    return fields if fields is not None else list(views.PORT_LIST_FIELDS)
-
+    return listing.answer_fields(fields, ctx.query("detail"), ctx.minor,
+                                 detail, views.PORT_LIST_FIELDS)
 
 
 def check_version_fields(values: dict[str, Any], minor: int) -> None:
@@ -64,19 +55,9 @@ def check_version_fields(values: dict[str, Any], minor: int) -> None:
 
 
 def _page(ctx: Context) -> Page:
-    sort_key = ctx.query("sort_key")
-    if sort_key in views.PORT_UNSORTABLE:
-        raise bad_request(f"The sort_key value {sort_key} is an invalid "
-                          f"field for sorting")
-    if sort_key is not None and views.port_field_since(sort_key) > (
-        ctx.minor
-    ):
-        raise not_acceptable()
-    return Page(
-        limit=listing.parse_limit(ctx.query("limit")),
-        sort_key=listing.parse_sort_key(sort_key, views.PORT_SORT_KEYS),
-        sort_dir=listing.parse_sort_dir(ctx.query("sort_dir")),
-    )
+    return listing.parse_page(
+        ctx.query, views.PORT_SORT_KEYS, views.PORT_UNSORTABLE,
+        lambda key: views.port_field_since(key) > ctx.minor)
 
 
 def list_ports(

@@ -23,6 +23,7 @@ from baremetal_allocclient.server.ironic import (
     instance,
     interfaces,
 )
+from baremetal_allocclient.server.ironic import views as ironic_views
 from baremetal_allocclient.server.ironic.handlers.services import (
     ironic_services,
 )
@@ -37,20 +38,21 @@ SOFT_POWER_SINCE = 27
 
 
 def get_states(ctx: Context, ident: str) -> Response:
-    """GET /v1/nodes/{ident}/states (boot mode and secure boot from
-    1.75, as in Ironic)."""
+    """GET /v1/nodes/{ident}/states (RAID configuration from 1.12, boot
+    mode and secure boot from 1.75, as in Ironic)."""
     node = nodes.find(ctx.services.db, node_scope(ctx), ident)
     states: dict[str, Any] = {
         "console_enabled": node.console_enabled,
         "last_error": node.last_error,
         "power_state": node.power_state,
-        "provision_state": node.provision_state,
+        "provision_state": ironic_views.shown_provision_state(
+            node.provision_state, ctx.minor),
         "target_power_state": node.target_power_state,
         "target_provision_state": node.target_provision_state,
         "provision_updated_at": views.timestamp(node.provision_updated_at),
-        "raid_config": {},
-        "target_raid_config": {},
     }
+    if ctx.minor >= versions.RAID_CONFIG:
+        states.update(raid_config={}, target_raid_config={})
     if ctx.minor >= versions.BOOT_MODE:
         states.update(boot_mode=node.boot_mode, secure_boot=node.secure_boot)
     return json_response(states)

@@ -20,7 +20,11 @@ from baremetal_allocclient.server.db.engine import (
 from baremetal_allocclient.server.db.models import Node, utcnow
 from baremetal_allocclient.server.db.node_lookup import visible_node
 from baremetal_allocclient.server.domain import patching
-from baremetal_allocclient.server.domain.errors import Conflict, Invalid
+from baremetal_allocclient.server.domain.errors import (
+    Conflict,
+    Forbidden,
+    Invalid,
+)
 from baremetal_allocclient.server.domain.paging import Page
 from baremetal_allocclient.server.domain.policy import NodeScope
 from baremetal_allocclient.server.domain.recording import (
@@ -34,6 +38,7 @@ from baremetal_allocclient.server.ironic import (
     node_rows,
 )
 from baremetal_allocclient.server.ironic.node_listing import NodeFilters
+from baremetal_allocclient.server.ironic.service import provisioning
 
 Shown = tuple[Node, node_rows.Related]
 
@@ -128,9 +133,11 @@ def update(db: Database, scope: NodeScope, ident: str,
 def delete(db: Database, scope: NodeScope, ident: str,
            recorder: Recorder = NOT_RECORDED) -> None:
     """Delete a node with its ports and VIFs, releasing its allocation
-    (409 when its state or protection keeps it)."""
+    (403 when it is protected, 409 when its state keeps it)."""
     with db.write() as session:
         node = visible_node(session, scope, ident)
+        if node.protected:
+            raise Forbidden(provisioning.protected_message(node.uuid))
         error = releasing.node_deletion_refusal(node)
         if error:
             raise Conflict(error)

@@ -10,7 +10,11 @@ from baremetal_allocclient.server import node_states as ns
 from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import Node, utcnow
 from baremetal_allocclient.server.db.node_lookup import visible_node
-from baremetal_allocclient.server.domain.errors import Conflict, Invalid
+from baremetal_allocclient.server.domain.errors import (
+    Conflict,
+    Forbidden,
+    Invalid,
+)
 from baremetal_allocclient.server.domain.policy import NodeScope
 from baremetal_allocclient.server.ironic import (
     fake_hardware,
@@ -31,6 +35,13 @@ class Provision:
     configdrive_error: str | None
 
 
+def protected_message(uuid: str) -> str:
+    """Why a protected node is not undeployed, rebuilt or deleted (403,
+    Ironic's wording)."""
+    return (f"Node {uuid} is protected and cannot be undeployed, rebuilt "
+            f"or deleted")
+
+
 def _refusal(node: Node, transition: ns.Transition | None,
              asked: Provision) -> str | None:
     """Why the node may not make the transition (Ironic's order and
@@ -49,9 +60,6 @@ def _refusal(node: Node, transition: ns.Transition | None,
         # Like Ironic, only deploying is refused in maintenance.
         return (f"The provisioning operation can't be performed on node "
                 f"{node.uuid} because it's in maintenance mode.")
-    if node.protected and transition.releases_allocation:
-        return (f"Node {node.uuid} is protected and cannot be undeployed, "
-                f"rebuilt or deleted")
     return None
 
 
@@ -67,6 +75,8 @@ def provision(db: Database, hardware: fake_hardware.FakeHardware,
         if refusal is not None:
             raise Invalid(refusal)
         assert transition is not None
+        if node.protected and transition.refused_when_protected:
+            raise Forbidden(protected_message(node.uuid))
         state, target = fake_hardware.begin(node, transition, now)
         if transition.final == ns.ACTIVE:
             node.instance_info = instance.deployed(node.instance_info,

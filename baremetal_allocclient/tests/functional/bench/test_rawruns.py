@@ -28,7 +28,8 @@ WRITERS = ("app_loop", "best_fit", "blank_lines", "broker", "cli_startup",
            "constraints",
            "delete_cost", "fleet_dashboard", "floor", "floor_profile",
            "frontend", "galera", "instructions", "metrics_cost", "pair",
-           "private_fallbacks", "run", "steady_memory", "traits")
+           "private_fallbacks", "run", "steady_memory", "traits",
+           "stream_wait", "watchers")
 DEFAULT = re.compile(r"--output\b.*?\(default: ([^;)\s]+)", re.S)
 
 

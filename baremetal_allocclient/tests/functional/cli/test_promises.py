@@ -369,14 +369,26 @@ class TargetPromises(_OnTarget):
 
     def test_partial_count_prints_the_active_one(self) -> None:
         rc = self.rc_with_nodes(1)
-        run = Run(self.proxy(), ["create", "--resource-class", rc,
-                                 "--count", "2", "--wait", "20",
-                                 "-f", "json"]).finish()
-        self.assertEqual(1, run.code, run)
-        printed = json.loads(run.stdout)
-        self.assertEqual(["active", "error"],
-                         sorted(a["state"] for a in printed))
-        self.assertEqual(sorted(a["uuid"] for a in self.allocations(rc)),
+        # Real Ironic on SQLite may leave an allocation "allocating" for
+        # good ("database is locked" in its conductor, seen in a loaded
+        # full run): its weakness, not the command's, so once more then.
+        earlier: set[str] = set()  # an Ironic may refuse to delete one
+        for _attempt in range(2):
+            locked = self.target.log_mentions("database is locked")
+            run = Run(self.proxy(), ["create", "--resource-class", rc,
+                                     "--count", "2", "--wait", "20",
+                                     "-f", "json"]).finish()
+            self.assertEqual(1, run.code, run)
+            printed = json.loads(run.stdout)
+            states = sorted(a["state"] for a in printed)
+            if states == ["active", "error"] or \
+                    self.target.log_mentions("database is locked") == locked:
+                break
+            earlier.update(a["uuid"] for a in printed)
+            self.release_class(rc)
+        self.assertEqual(["active", "error"], states)
+        self.assertEqual(sorted(a["uuid"] for a in self.allocations(rc)
+                                if a["uuid"] not in earlier),
                          sorted(a["uuid"] for a in printed))
         self.assertIn("failed", run.stderr)
         self.assertNotIn("Traceback", run.stderr)

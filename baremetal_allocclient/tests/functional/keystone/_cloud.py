@@ -216,6 +216,26 @@ class Cloud:
             raise
         return server
 
+    def ironic_keystone(self) -> str:
+        """A real Ironic's ``[keystone_authtoken]`` (the service user,
+        its password included) and ``[oslo_policy]`` (scope enforced)
+        for this Keystone: :class:`targets.Ironic`'s ``keystone``."""
+        service = self.users[SERVICE]
+        return (
+            "[keystone_authtoken]\n"
+            f"www_authenticate_uri = {self.keystone.url}\n"
+            f"auth_url = {self.keystone.url}\n"
+            "auth_type = password\n"
+            f"username = {service.name}\n"
+            f"password = {service.password}\n"
+            "user_domain_name = Default\n"
+            "project_name = service\n"
+            "project_domain_name = Default\n"
+            f"region_name = {_keystone.REGION}\n"
+            "[oslo_policy]\n"
+            "enforce_scope = true\n"
+            "enforce_new_defaults = true\n")
+
     def token(self, user: str) -> str:
         """A token of ``user`` in its scope (cached by the session)."""
         token = self.session(user).get_token()

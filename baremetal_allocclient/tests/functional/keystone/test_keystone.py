@@ -257,9 +257,19 @@ class KeystoneTests(testtools.TestCase):
         self.assertEqual(self.leased["uuid"], alice.get_node(
             self.leased["uuid"]).uuid)
         node = self.b_nodes[0]["uuid"]
-        self.server.expect(403, "PATCH", f"/v1/nodes/{node}", [
+        # A change of a node it cannot see: 404, as Ironic (the node is
+        # looked up before the role is checked); of its own: 403.
+        self.server.expect(404, "PATCH", f"/v1/nodes/{node}", [
             {"op": "add", "path": "/extra/x", "value": "y"}], auth=ALICE)
-        self.server.expect(403, "DELETE", f"/v1/nodes/{node}", auth=ALICE)
+        self.server.expect(404, "DELETE", f"/v1/nodes/{node}", auth=ALICE)
+        self.server.expect(404, "PUT", f"/v1/nodes/{node}/states/power",
+                           {"target": "power off"}, auth=ALICE)
+        own = self.a_nodes[0]["uuid"]
+        self.server.expect(403, "PATCH", f"/v1/nodes/{own}", [
+            {"op": "add", "path": "/extra/x", "value": "y"}], auth=ALICE)
+        self.server.expect(403, "DELETE", f"/v1/nodes/{own}", auth=ALICE)
+        self.assertNotIn("x", self.server.expect(
+            200, "GET", f"/v1/nodes/{own}", auth=_cloud.ADMIN)["extra"])
         self.server.expect(
             400, "POST", "/v1/allocations",
             {"resource_class": self.rc, "candidate_nodes": [node]},

@@ -64,7 +64,7 @@ class _MigrationTests(databases.ScratchPerClass):
         self.db.upgrade()
         current, head = self.db.schema_revisions()
         case.assertEqual(head, current)
-        case.assertEqual("0016_allocation_marks", head)
+        case.assertEqual("0017_allocation_changes", head)
         with self.db.engine.connect() as conn:
             diff = compare_metadata(MigrationContext.configure(conn),
                                     Base.metadata)

@@ -54,15 +54,14 @@ class InstanceUuidRemovalTests(testtools.TestCase):
 class NodeDeletionTests(testtools.TestCase):
     def test_table(self) -> None:
         cases = [
-            (node("available"), None, False, None),
-            (node("available"), "i-uuid", False, "associated with instance"),
-            (node("active", maintenance=True), "i-uuid", False, None),
-            (node("active"), None, False, "Can not delete node"),
-            (node("enroll"), None, False, None),
-            (node("available", maintenance=True), None, True, "protected"),
+            (node("available"), None, None),
+            (node("available"), "i-uuid", "associated with instance"),
+            (node("active", maintenance=True), "i-uuid", None),
+            (node("active"), None, "Can not delete node"),
+            (node("enroll"), None, None),
         ]
-        for view, instance, protected, expected in cases:
-            error = refusals.node_deletion_error(view, instance, protected)
+        for view, instance, expected in cases:
+            error = refusals.node_deletion_error(view, instance)
             if expected is None:
                 self.assertIsNone(error)
             else:

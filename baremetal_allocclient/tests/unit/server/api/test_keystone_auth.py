@@ -65,18 +65,22 @@ class PrincipalTests(testtools.TestCase):
                              ("POST", _EXPLAIN)):
             self.assertIs(reader, keystone.check(reader, method, path, "u"))
         for method, path in (("POST", "/v1/allocations"),
-                             ("PATCH", "/v1/allocations/a"),
-                             ("DELETE", "/v1/nodes/n/allocation")):
+                             ("PATCH", "/v1/allocations/a")):
             error = self.assertRaises(auth.Rejected, keystone.check, reader,
                                       method, path, "u")
             self.assertEqual(403, error.status)
+        # Naming a node: refused once the node is found (404 first).
+        self.assertEqual("A reader may not change anything", keystone.check(
+            reader, "DELETE", "/v1/nodes/n/allocation", "u").refused)
 
     def test_members_keep_the_member_rules(self) -> None:
         member = auth.Principal("u", "p1", False)
         self.assertIs(member, keystone.check(member, "POST",
                                              "/v1/allocations", "u"))
+        self.assertEqual("Only an admin may change nodes", keystone.check(
+            member, "PATCH", "/v1/nodes/n", "u").refused)
         error = self.assertRaises(auth.Rejected, keystone.check, member,
-                                  "PATCH", "/v1/nodes/n", "u")
+                                  "POST", "/v1/nodes", "u")
         self.assertEqual(403, error.status)
         error = self.assertRaises(auth.Rejected, keystone.check, None,
                                   "GET", "/v1/nodes", "carol")
