@@ -724,8 +724,7 @@ class Client(ApiSession):
         *,
         timeout: float | None = waiting.DEFAULT_TIMEOUT,
         on_progress: waiting.ProgressCallback | None = None,
-        spread: Spread | None = None,
-        **fields: Unpack[RequestFields],
+        spread: Spread | None = None, **fields: Unpack[RequestFields],
     ) -> list[Allocation]:
         """Reserve ``count`` nodes, all or nothing: return ``count``
         ``active`` allocations on distinct nodes, or raise GroupFailed
@@ -748,16 +747,7 @@ class Client(ApiSession):
         reserved in one transaction; elsewhere (Ironic) the members are
         created one by one and rolled back on any failure.  Ctrl-C and
         SIGTERM roll back too (see :meth:`allocate`), then propagate.
-
-        ``spread`` (:class:`~baremetal_allocclient.spread.Spread`) spreads
-        the members over a failure domain (conductor group, shard or a
-        node property), at most ``max_per_domain`` per domain and at
-        least ``min_domains`` domains.  The reference server decides it
-        in the group's one transaction; elsewhere (Ironic) this client
-        chooses the nodes from one listing and gives each member its
-        node: best effort, a node another client takes first fails the
-        group (rolled back), and GroupFailed says when the free nodes
-        cannot satisfy the spread (nothing created).
+        ``spread``: see :mod:`baremetal_allocclient.v1.spreading`.
 
         Raises:
             GroupFailed: nothing was kept; ``reason`` names the member
