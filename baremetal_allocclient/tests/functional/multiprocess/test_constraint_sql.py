@@ -182,6 +182,21 @@ class _ConstraintSqlTests(databases.MigratedPerClass):
             for (_n, want), (_m, have) in zip(expected, got, strict=True):
                 case.assertAlmostEqual(want, have, places=9)
 
+    def test_a_group_locks_the_best_fitting_nodes(self) -> None:
+        """The group reservation's locking read (FOR UPDATE SKIP LOCKED,
+        ordered by excess) takes the best-fitting nodes first."""
+        case: Any = self
+        wanted = Constraints(properties=(_p("cpus", "min", 2),),
+                             order=Order.BEST_FIT)
+        request = selection.Request(_RC, constraints=wanted)
+        filters = selection.active_filters(request)
+        with self.db.write() as session:
+            locked = reservation.lock_best_fit_nodes(session, request,
+                                                     filters, 2)
+        _, survivors = model.funnel(request.selection, self.documents())
+        expected = [n["name"] for n in model.best_fit(wanted, survivors)]
+        case.assertEqual(expected[:2], [c.name for c in locked])
+
     def test_reservation_rechecks_constraints(self) -> None:
         """A node picked while it matched, changed before the
         compare-and-set, is not taken; unchanged, it is."""

@@ -54,6 +54,13 @@ class DefaultOrderTests(testtools.TestCase):
                  for _ in range(3)]
         self.assertEqual([4, 16, 64], taken)
 
+    def test_a_group_takes_the_smallest_nodes(self) -> None:
+        made = self.post("/v1/allocation_groups",
+                         {"resource_class": self.rc, "count": 2},
+                         {**_EXT, "X-Baremetal-Alloc-Extensions": "groups"})
+        self.assertEqual([4, 16], sorted(
+            self.cpus(a) for a in made["allocations"]))
+
     def test_explain_and_a_request_naming_first_fit(self) -> None:
         doc = self.post("/v1/allocation_explain", {
             "resource_class": self.rc,
