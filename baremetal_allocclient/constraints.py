@@ -10,12 +10,13 @@ A request is narrowed by :func:`steps`, in the order of the one table
 power state, unreserved, the allocation's owner (node owner *or* lessee,
 as Ironic matches it), candidate nodes -- Ironic's one query --, then
 required traits (Ironic's second stage), then the constraints
-extension's steps: node owner, node lessee, forbidden traits, each
-property constraint, conductor group, shard, required node name.  The
-server's selection SQL, ``last_error``, ``explain`` and the SDK's
-prefilter all take this order and :func:`reason`'s wording, so the
-message and the funnel of one request name the same step, in Ironic's
-words for Ironic's steps.
+extension's steps: node owner, node lessee, forbidden traits, any of
+some traits, each property constraint, alternatives (any of several
+sets of property constraints), conductor group, shard, required
+node name.  The server's selection SQL, ``last_error``, ``explain``
+and the SDK's prefilter all take this order and :func:`reason`'s
+wording, so the message and the funnel of one request name the same
+step, in Ironic's words for Ironic's steps.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ from baremetal_allocclient import extension_names
 MAX_PROPERTY_CONSTRAINTS = 20
 MAX_FORBIDDEN_TRAITS = 50
 MAX_KEY = 255
+#: Alternatives of one request (``any_of``), each of at most
+#: :data:`MAX_PROPERTY_CONSTRAINTS` terms.
+MAX_ALTERNATIVES = 10
 
 #: The extension's name, as advertised in ``GET /v1`` ("extensions").
 EXTENSION = extension_names.CONSTRAINTS
@@ -85,7 +89,38 @@ class Op(enum.Enum):
     """How a property constraint compares."""
 
     MIN = "min"  # numeric value >= the constraint
+    MAX = "max"  # numeric value <= the constraint
     EQ = "eq"  # equal: numerically when both are numbers, else as text
+    IN = "in"  # equal (as ``eq``) to one of a set of values
+    NOT_IN = "not_in"  # missing, or equal to none of a set of values
+    EXISTS = "exists"  # the key is present (any value, even null)
+    NOT_EXISTS = "not_exists"  # the key is absent
+
+
+#: Operators whose value is a number / a set of values / nothing (the
+#: wire carries ``true``).
+NUMERIC_OPS = frozenset({Op.MIN, Op.MAX})
+SET_OPS = frozenset({Op.IN, Op.NOT_IN})
+KEY_OPS = frozenset({Op.EXISTS, Op.NOT_EXISTS})
+#: Largest set an ``in`` / ``not_in`` constraint may carry.
+MAX_SET = 50
+
+
+def equal(value: Any, wanted: str) -> bool:
+    """``eq``'s comparison of a property value with a constraint's
+    value (text): numerically when both are numbers, else as text."""
+    number = as_number(value)
+    wanted_number = as_number(wanted)
+    if number is not None and wanted_number is not None:
+        return number == wanted_number
+    return as_text(value) == wanted
+
+
+def _wire_value(text: str) -> Any:
+    """A numeric constraint value as a JSON number (8, not 8.0)."""
+    number = as_number(text)
+    assert number is not None  # checked when built
+    return int(number) if number.is_integer() else number
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,62 +129,125 @@ class PropertyConstraint:
 
     key: str
     op: Op
-    value: str  # the constraint's value as text (see :func:`as_text`)
+    value: str  # the value as text (see :func:`as_text`); "" for sets/keys
+    #: The set of an ``in`` / ``not_in`` constraint (texts, in order).
+    values: tuple[str, ...] = ()
 
     @property
     def number(self) -> float | None:
-        """The value as a number (always set for ``MIN``)."""
+        """The value as a number (always set for ``MIN`` and ``MAX``)."""
         return as_number(self.value)
 
     @property
     def label(self) -> str:
-        """``cpus>=8`` / ``cpu_arch=x86_64``."""
-        sign = ">=" if self.op is Op.MIN else "="
+        """``cpus>=8``, ``cpus<=8``, ``cpu_arch=x86_64``, ``rack in
+        (r1,r2)``, ``rack not in (r1)``, ``gpu exists``, ``gpu not
+        exists``."""
+        if self.op in SET_OPS:
+            word = "in" if self.op is Op.IN else "not in"
+            return f"{self.key} {word} ({','.join(self.values)})"
+        if self.op in KEY_OPS:
+            word = "exists" if self.op is Op.EXISTS else "not exists"
+            return f"{self.key} {word}"
+        sign = {Op.MIN: ">=", Op.MAX: "<="}.get(self.op, "=")
         return f"{self.key}{sign}{self.value}"
 
     def to_wire(self) -> dict[str, Any]:
-        """``{"key": ..., "min": 8}`` / ``{"key": ..., "eq": "x86_64"}``."""
+        """``{"key": ..., "min": 8}``, ``{"key": ..., "eq": "x86_64"}``,
+        ``{"key": ..., "in": ["r1", "r2"]}``, ``{"key": ..., "exists":
+        true}``..."""
+        if self.op in SET_OPS:
+            return {"key": self.key, self.op.value: list(self.values)}
+        if self.op in KEY_OPS:
+            return {"key": self.key, self.op.value: True}
         if self.op is Op.EQ:
             return {"key": self.key, "eq": self.value}
-        number = self.number
-        assert number is not None  # checked when built
-        return {"key": self.key,
-                "min": int(number) if number.is_integer() else number}
+        return {"key": self.key, self.op.value: _wire_value(self.value)}
 
     def matches(self, properties: Mapping[str, Any] | None) -> bool:
-        """Whether a node's properties satisfy this constraint."""
-        if not properties or self.key not in properties:
-            return False
+        """Whether a node's properties satisfy this constraint.  Only
+        ``not_in`` and ``not_exists`` match a node without the key."""
+        present = bool(properties) and self.key in (properties or {})
+        if self.op in KEY_OPS:
+            return present is (self.op is Op.EXISTS)
+        if not present:
+            return self.op is Op.NOT_IN
+        assert properties is not None
         value = properties[self.key]
-        number = as_number(value)
-        if self.op is Op.MIN:
-            wanted = self.number
-            return number is not None and wanted is not None and (
-                number >= wanted
-            )
-        if number is not None and self.number is not None:
-            return number == self.number
-        return as_text(value) == self.value
+        if self.op in SET_OPS:
+            found = any(equal(value, member) for member in self.values)
+            return found is (self.op is Op.IN)
+        if self.op is Op.EQ:
+            return equal(value, self.value)
+        number, wanted = as_number(value), self.number
+        if number is None or wanted is None:
+            return False
+        return number >= wanted if self.op is Op.MIN else number <= wanted
 
 
-def property_constraint(key: str, op: Op | str, value: Any
+def property_constraint(key: str, op: Op | str, value: Any = True
                         ) -> PropertyConstraint:
-    """Build and check one property constraint."""
+    """Build and check one property constraint: a number for ``min`` and
+    ``max``, a string or number for ``eq``, a list of 1 to
+    :data:`MAX_SET` strings or numbers for ``in`` and ``not_in``, and
+    ``True`` (the default) for ``exists`` and ``not_exists``."""
     if not isinstance(key, str) or not key or len(key) > MAX_KEY:
         raise ConstraintError(
             f"property key must be 1 to {MAX_KEY} characters, got {key!r}"
         )
-    kind = Op(op) if isinstance(op, str) else op
+    try:
+        kind = Op(op) if isinstance(op, str) else op
+    except ValueError:
+        raise ConstraintError(
+            f"property {key}: unknown operator {op!r}") from None
+    if kind in KEY_OPS:
+        if value is not True:
+            raise ConstraintError(
+                f"property {key}: {kind.value} takes the value true")
+        return PropertyConstraint(key, kind, "")
+    if kind in SET_OPS:
+        return PropertyConstraint(key, kind, "", _set_of(key, kind, value))
+    text = _scalar(key, value)
+    if kind in NUMERIC_OPS and as_number(value) is None:
+        word = "minimum" if kind is Op.MIN else "maximum"
+        raise ConstraintError(
+            f"property {key}: a {word} must be a number, got {value!r}"
+        )
+    return PropertyConstraint(key, kind, text)
+
+
+def _scalar(key: str, value: Any) -> str:
     text = as_text(value)
-    if text is None or isinstance(value, dict | list):
+    if text is None or isinstance(value, dict | list | tuple):
         raise ConstraintError(
             f"property {key}: value must be a string or a number"
         )
-    if kind is Op.MIN and as_number(value) is None:
+    return text
+
+
+def _set_of(key: str, kind: Op, value: Any) -> tuple[str, ...]:
+    if (not isinstance(value, list | tuple) or not value
+            or len(value) > MAX_SET):
         raise ConstraintError(
-            f"property {key}: a minimum must be a number, got {value!r}"
-        )
-    return PropertyConstraint(key, kind, text)
+            f"property {key}: {kind.value} takes a list of 1 to {MAX_SET} "
+            "strings or numbers")
+    return tuple(dict.fromkeys(_scalar(key, member) for member in value))
+
+
+class Order(enum.Enum):
+    """The order matching nodes are tried in."""
+
+    #: Any matching node: the first free one from a random place in the
+    #: fleet (parallel requests rarely collide).  The default.
+    FIRST_FIT = "first_fit"
+    #: The node whose properties exceed the request least
+    #: (:func:`excess`), ties by UUID: keeps the big nodes free.
+    BEST_FIT = "best_fit"
+
+
+#: What best fit measures when a request sets no minimum: the node's
+#: size (a node without one of them counts 0 for it).
+DEFAULT_FIT_KEYS = ("cpus", "memory_mb", "local_gb")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,7 +256,11 @@ class Constraints:
     candidates and the allocation's owner."""
 
     forbidden_traits: tuple[str, ...] = ()
+    #: The node must have at least one of these traits.
+    any_traits: tuple[str, ...] = ()
     properties: tuple[PropertyConstraint, ...] = ()
+    #: Alternatives: the node must satisfy every term of at least one.
+    any_of: tuple[tuple[PropertyConstraint, ...], ...] = ()
     conductor_group: str | None = None
     shard: str | None = None
     node_owner: str | None = None
@@ -167,6 +269,9 @@ class Constraints:
     node_name: str | None = None
     #: ... or take only that node.
     require_node_name: bool = False
+    #: The order to try matching nodes in (None: the server's default,
+    #: first fit unless its admin chose best fit).
+    order: Order | None = None
 
     def __bool__(self) -> bool:
         # (``is`` first: most requests hold the shared empty one)
@@ -177,14 +282,21 @@ class Constraints:
         body: dict[str, Any] = {}
         if self.forbidden_traits:
             body["forbidden_traits"] = list(self.forbidden_traits)
+        if self.any_traits:
+            body["any_traits"] = list(self.any_traits)
         if self.properties:
             body["properties"] = [p.to_wire() for p in self.properties]
+        if self.any_of:
+            body["any_of"] = [[p.to_wire() for p in terms]
+                              for terms in self.any_of]
         for name in ("conductor_group", "shard", "node_owner",
                      "node_lessee", "node_name"):
             if getattr(self, name) is not None:
                 body[name] = getattr(self, name)
         if self.require_node_name:
             body["require_node_name"] = True
+        if self.order is not None:
+            body["order"] = self.order.value
         return body
 
 
@@ -197,29 +309,113 @@ def from_wire(body: Mapping[str, Any]) -> Constraints:
     server; raises :class:`ConstraintError` on bad content)."""
     if not body:
         return NO_CONSTRAINTS
-    props = []
-    for item in body.get("properties") or ():
-        ops = [op for op in Op if op.value in item]
-        if len(ops) != 1:
-            raise ConstraintError(
-                "each property constraint needs exactly one of min, eq"
-            )
-        props.append(property_constraint(
-            item.get("key"), ops[0], item[ops[0].value]))
+    props = [_property_of(item) for item in body.get("properties") or ()]
+    any_of = tuple(tuple(_property_of(item) for item in terms)
+                   for terms in body.get("any_of") or ())
+    if any(not terms for terms in any_of):
+        raise ConstraintError("each alternative of any_of needs a term")
     require = bool(body.get("require_node_name"))
     if require and not body.get("node_name"):
         raise ConstraintError("require_node_name needs node_name")
     return Constraints(
         forbidden_traits=tuple(dict.fromkeys(
             body.get("forbidden_traits") or ())),
+        any_traits=tuple(dict.fromkeys(body.get("any_traits") or ())),
         properties=tuple(props),
+        any_of=any_of,
         conductor_group=_lower(body.get("conductor_group")),
         shard=body.get("shard"),
         node_owner=body.get("node_owner"),
         node_lessee=body.get("node_lessee"),
         node_name=body.get("node_name"),
         require_node_name=require,
+        order=_order(body.get("order")),
     )
+
+
+def _property_of(item: Any) -> PropertyConstraint:
+    ops = [op for op in Op if op.value in item]
+    if len(ops) != 1:
+        raise ConstraintError(
+            "each property constraint needs exactly one of "
+            + ", ".join(op.value for op in Op))
+    return property_constraint(item.get("key"), ops[0], item[ops[0].value])
+
+
+def _order(value: Any) -> Order | None:
+    if value is None:
+        return None
+    try:
+        return Order(value)
+    except ValueError:
+        raise ConstraintError(
+            f"order must be one of {', '.join(o.value for o in Order)}"
+        ) from None
+
+
+# -- best fit -----------------------------------------------------------
+
+
+def fit_terms(wanted: Constraints) -> tuple[tuple[str, float], ...]:
+    """What best fit measures: (key, floor) for each ``min`` property
+    constraint, or (key, 0) for each of :data:`DEFAULT_FIT_KEYS` when the
+    request sets no minimum."""
+    terms = tuple((p.key, p.number) for p in wanted.properties
+                  if p.op is Op.MIN and p.number is not None)
+    return terms or tuple((key, 0.0) for key in DEFAULT_FIT_KEYS)
+
+
+def fit_scale(floor: float) -> float:
+    """What one term's excess is divided by: its floor (at least 1), so
+    that 2 CPUs over 4 weigh as much as 8 GiB over 16."""
+    return max(abs(floor), 1.0)
+
+
+def excess(terms: Sequence[tuple[str, float]],
+           properties: Mapping[str, Any] | None) -> float:
+    """How much a node's properties exceed the request: the sum over
+    ``terms`` of (value - floor) / :func:`fit_scale` (floor), a missing
+    or non-numeric value counting 0.  The server computes the same in
+    SQL."""
+    total = 0.0
+    for key, floor in terms:
+        number = as_number((properties or {}).get(key))
+        if number is not None:
+            total += (number - floor) / fit_scale(floor)
+    return total
+
+
+def best_fit(wanted: Constraints, nodes: Iterable[Mapping[str, Any]]
+             ) -> list[Mapping[str, Any]]:
+    """Nodes (Ironic's JSON documents) in best-fit order: least
+    :func:`excess` first, ties by UUID."""
+    terms = fit_terms(wanted)
+    return sorted(nodes, key=lambda n: (excess(terms, n.get("properties")),
+                                        str(n.get("uuid"))))
+
+
+#: How many of the best-fitting nodes ``explain`` shows.
+EXPLAIN_FIRST = 5
+
+
+def order_document(order: Order, wanted: Constraints,
+                   ranked: Iterable[tuple[str, float]] = ()
+                   ) -> dict[str, Any]:
+    """The ``order`` entry of ``explain``: the order, and for best fit
+    what it measured and the first :data:`EXPLAIN_FIRST` nodes of
+    ``ranked`` ((name or UUID, excess), best first)."""
+    if order is Order.FIRST_FIT:
+        return {"order": order.value}
+    return {"order": order.value, "measured": fit_label(wanted),
+            "first": [{"node": node, "excess": round(value, 6)}
+                      for node, value in list(ranked)[:EXPLAIN_FIRST]]}
+
+
+def fit_label(wanted: Constraints) -> list[str]:
+    """What best fit measured, for ``explain``: ``["cpus>=4"]``, or the
+    default keys."""
+    return [f"{key}>={as_text(floor)}" if floor else key
+            for key, floor in fit_terms(wanted)]
 
 
 def _lower(value: str | None) -> str | None:
@@ -244,7 +440,9 @@ class Kind(enum.Enum):
     NODE_OWNER = "node_owner"
     NODE_LESSEE = "node_lessee"
     FORBIDDEN_TRAITS = "forbidden_traits"
+    ANY_TRAITS = "any_traits"
     PROPERTY = "property"
+    ANY_OF = "any_of"
     CONDUCTOR_GROUP = "conductor_group"
     SHARD = "shard"
     NODE_NAME = "node_name"
@@ -317,7 +515,11 @@ FUNNEL: tuple[StepKind, ...] = (
     StepKind(Kind.FORBIDDEN_TRAITS,
              _once(lambda s: s.constraints.forbidden_traits),
              Wording.CONSTRAINT),
+    StepKind(Kind.ANY_TRAITS, _once(lambda s: s.constraints.any_traits),
+             Wording.CONSTRAINT),
     StepKind(Kind.PROPERTY, lambda s: len(s.constraints.properties),
+             Wording.CONSTRAINT),
+    StepKind(Kind.ANY_OF, _once(lambda s: s.constraints.any_of),
              Wording.CONSTRAINT),
     StepKind(Kind.CONDUCTOR_GROUP,
              _once(lambda s: s.constraints.conductor_group is not None),
@@ -360,11 +562,17 @@ def node_passes(step: Step, selection: Selection,
     kind = step.kind
     if kind is Kind.PROPERTY:
         return con.properties[step.index].matches(node.get("properties"))
+    if kind is Kind.ANY_OF:
+        props = node.get("properties")
+        return any(all(p.matches(props) for p in terms)
+                   for terms in con.any_of)
     if kind in _FIELD_TESTS:
         return bool(_FIELD_TESTS[kind](node, selection))
     traits = set(node.get("traits") or ())
     if kind is Kind.TRAITS:
         return set(selection.traits) <= traits
+    if kind is Kind.ANY_TRAITS:
+        return bool(set(con.any_traits) & traits)
     return not set(con.forbidden_traits) & traits
 
 
@@ -488,6 +696,11 @@ def _label(selection: Selection, step: Step) -> str:
         return f"property {con.properties[step.index].label}"
     if step.kind is Kind.FORBIDDEN_TRAITS:
         return f"forbidden_traits {', '.join(con.forbidden_traits)}"
+    if step.kind is Kind.ANY_TRAITS:
+        return f"any_traits {', '.join(con.any_traits)}"
+    if step.kind is Kind.ANY_OF:
+        return "any_of " + " | ".join(
+            ", ".join(p.label for p in terms) for terms in con.any_of)
     value = {Kind.NODE_OWNER: con.node_owner, Kind.NODE_LESSEE:
              con.node_lessee, Kind.CONDUCTOR_GROUP: con.conductor_group,
              Kind.SHARD: con.shard, Kind.NODE_NAME: con.node_name}

@@ -166,6 +166,7 @@ def build(db: Database, args: argparse.Namespace) -> Assembly:
         queue=rounds,
         metrics=metrics,
         passthrough=_passthrough(backend),
+        default_order=backend_options.default_order(args),
         watch=watch,
     )))
     # Ironic's paths (no version prefix, ".json"), before authentication

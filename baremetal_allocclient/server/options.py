@@ -43,6 +43,13 @@ _BACKEND_CHOICES = [
                "claim each node with an Ironic allocation, pass every "
                "other route through (see [ironic])"),
 ]
+_ORDER_CHOICES = [
+    ("first_fit", "the first free matching node from a random place in "
+                  "the fleet (parallel requests rarely collide)"),
+    ("best_fit", "the matching node whose properties exceed the request "
+                 "least, keeping big nodes free; each create scores every "
+                 "matching node"),
+]
 _IRONIC_AUTH_CHOICES = [
     ("noauth", "Ironic's noauth strategy"),
     ("http_basic", "HTTP Basic with username and password"),
@@ -254,6 +261,12 @@ def _conductor_group() -> list[Option]:
             help="Longest time an allocation may wait in line; also the "
                  "wait of a create that names no timeout."),
             dest="max_queue_wait"),
+        _option("conductor", cfg.StrOpt(
+            "default_order", default="first_fit",
+            choices=_ORDER_CHOICES,
+            help="Order in which matching nodes are tried when a request "
+                 "names none (the constraints extension's order)."),
+            dest="default_order"),
         _option("conductor", cfg.Opt(
             "allocation_delay", type=Seconds(zero_ok=True), default=0.0,
             help="Testing aid: seconds each allocation waits before a "

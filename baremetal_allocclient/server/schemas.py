@@ -89,6 +89,28 @@ ALLOCATION_FIELDS = (
 _PROPERTY_VALUE: dict[str, Any] = {
     "type": ["string", "number"], "maxLength": 255,
 }
+_PROPERTY_SET: dict[str, Any] = {
+    "type": "array", "items": _PROPERTY_VALUE, "minItems": 1,
+    "maxItems": constraints.MAX_SET,
+}
+_PROPERTY_CONSTRAINT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "key": {"type": "string", "minLength": 1,
+                "maxLength": constraints.MAX_KEY},
+        "min": {"type": "number"},
+        "max": {"type": "number"},
+        "eq": _PROPERTY_VALUE,
+        "in": _PROPERTY_SET,
+        "not_in": _PROPERTY_SET,
+        "exists": {"const": True},
+        "not_exists": {"const": True},
+    },
+    "required": ["key"],
+    "minProperties": 2,
+    "maxProperties": 2,
+    "additionalProperties": False,
+}
 #: The constraints extension's document (doc/source/howto/choosing-nodes.rst).
 CONSTRAINTS: dict[str, Any] = {
     "type": "object",
@@ -97,22 +119,21 @@ CONSTRAINTS: dict[str, Any] = {
             "type": "array", "items": TRAIT,
             "maxItems": constraints.MAX_FORBIDDEN_TRAITS,
         },
+        "any_traits": {
+            "type": "array", "items": TRAIT, "minItems": 1,
+            "maxItems": constraints.MAX_FORBIDDEN_TRAITS,
+        },
         "properties": {
             "type": "array",
             "maxItems": constraints.MAX_PROPERTY_CONSTRAINTS,
-            "items": {
-                "type": "object",
-                "properties": {
-                    "key": {"type": "string", "minLength": 1,
-                            "maxLength": constraints.MAX_KEY},
-                    "min": {"type": "number"},
-                    "eq": _PROPERTY_VALUE,
-                },
-                "required": ["key"],
-                "minProperties": 2,
-                "maxProperties": 2,
-                "additionalProperties": False,
-            },
+            "items": _PROPERTY_CONSTRAINT,
+        },
+        "any_of": {
+            "type": "array", "minItems": 1,
+            "maxItems": constraints.MAX_ALTERNATIVES,
+            "items": {"type": "array", "minItems": 1,
+                      "maxItems": constraints.MAX_PROPERTY_CONSTRAINTS,
+                      "items": _PROPERTY_CONSTRAINT},
         },
         "conductor_group": {"type": "string", "maxLength": 255},
         "shard": {"type": "string", "maxLength": 255},
@@ -120,6 +141,7 @@ CONSTRAINTS: dict[str, Any] = {
         "node_lessee": {"type": "string", "maxLength": 255},
         "node_name": {"type": "string", "maxLength": NAME_MAX},
         "require_node_name": {"type": "boolean"},
+        "order": {"enum": [o.value for o in constraints.Order]},
     },
     "additionalProperties": False,
 }
@@ -223,12 +245,29 @@ def allocation_group(version: versions.Version, lease: bool = False
         "items": {"type": "string", "maxLength": 36},
         "maxItems": groups.MAX_SIZE,
     }
+    props["spread"] = SPREAD
     return {
         "type": "object",
         "properties": props,
         "required": ["count", "resource_class"],
         "additionalProperties": False,
     }
+
+
+#: The ``spread`` field of a group (doc/source/howto/choosing-nodes.rst).
+SPREAD: dict[str, Any] = {
+    "type": ["object", "null"],
+    "properties": {
+        "over": {"type": "string", "minLength": 1,
+                 "maxLength": constraints.MAX_KEY + 9},
+        "max_per_domain": {"type": "integer", "minimum": 1,
+                           "maximum": groups.MAX_SIZE},
+        "min_domains": {"type": ["integer", "null"], "minimum": 1,
+                        "maximum": groups.MAX_SIZE},
+    },
+    "required": ["over"],
+    "additionalProperties": False,
+}
 
 
 ALLOCATION_PATCHED: dict[str, Any] = {

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from baremetal_allocclient.constraints import Order
 from baremetal_allocclient.server.allocation.backends.base import Backend
 from baremetal_allocclient.server.allocation.line.rounds import QueueRounds
 from baremetal_allocclient.server.allocation.wait_permits import (
@@ -73,6 +74,8 @@ class Services:
     #: Routes the server does not own, sent on to the real Ironic it
     #: fronts (``--backend ironic``); None: the server owns every route.
     passthrough: Passthrough | None = None
+    #: The order of requests that name none (``serve --default-order``).
+    default_order: Order = Order.FIRST_FIT
     #: The change stream (the watch extension); None: not offered.
     watch: Feed | None = None
 

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from baremetal_allocclient.constraints import Constraints
+    from baremetal_allocclient.spread import Spread
     from baremetal_allocclient.v1 import budget, leasing, retries
     from baremetal_allocclient.v1.request import (
         AllocationRequest,
@@ -723,7 +724,7 @@ class Client(ApiSession):
         *,
         timeout: float | None = waiting.DEFAULT_TIMEOUT,
         on_progress: waiting.ProgressCallback | None = None,
-        **fields: Unpack[RequestFields],
+        spread: Spread | None = None, **fields: Unpack[RequestFields],
     ) -> list[Allocation]:
         """Reserve ``count`` nodes, all or nothing: return ``count``
         ``active`` allocations on distinct nodes, or raise GroupFailed
@@ -746,6 +747,7 @@ class Client(ApiSession):
         reserved in one transaction; elsewhere (Ironic) the members are
         created one by one and rolled back on any failure.  Ctrl-C and
         SIGTERM roll back too (see :meth:`allocate`), then propagate.
+        ``spread``: see :mod:`baremetal_allocclient.v1.spreading`.
 
         Raises:
             GroupFailed: nothing was kept; ``reason`` names the member
@@ -757,7 +759,7 @@ class Client(ApiSession):
 
         return grouping.allocate_group(
             self, count, requested(request, fields), timeout=timeout,
-            on_progress=on_progress,
+            on_progress=on_progress, spread=spread,
         )
 
     def list_group(self, name: str) -> list[Allocation]:

@@ -33,5 +33,5 @@ def explain(session: Session, request: AllocationRequest) -> dict[str, Any]:
             selection, transport.json(response))
     nodes = selecting.iter_nodes(
         transport, selecting.list_filters(selection, False))
-    funnel, _survivors = funnel_of(selection, nodes)
-    return selecting.explain_document(selection, funnel)
+    funnel, survivors = funnel_of(selection, nodes)
+    return selecting.explain_document(selection, funnel, survivors)

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from baremetal_allocclient import exceptions, extension_names, groups, leases
+from baremetal_allocclient.spread import Spread, SpreadError
 from baremetal_allocclient.v1 import (
     allocations,
     budget,
@@ -36,6 +37,7 @@ from baremetal_allocclient.v1 import (
     interrupts,
     marking,
     reservation,
+    spreading,
     versions,
     waiting,
 )
@@ -54,10 +56,14 @@ extension_advertised = extensions.groups_advertised
 
 
 def wire_body(request: AllocationRequest, count: int,
-              uuids: Sequence[str]) -> dict[str, Any]:
+              uuids: Sequence[str], spread: Spread | None = None
+              ) -> dict[str, Any]:
     """The ``POST /v1/allocation_groups`` body (pure); ``request.name``
     is the group's name."""
-    return {"count": count, "uuids": list(uuids), **request.body()}
+    body = {"count": count, "uuids": list(uuids), **request.body()}
+    if spread is not None:
+        body["spread"] = spread.to_wire()
+    return body
 
 
 def member_requests(request: AllocationRequest, count: int,
@@ -107,12 +113,15 @@ class GroupRun:
     def __init__(self, client: AllocationClient,
                  request: AllocationRequest,
                  count: int, deadline: budget.Deadline,
-                 on_progress: waiting.ProgressCallback | None = None
-                 ) -> None:
+                 on_progress: waiting.ProgressCallback | None = None,
+                 spread: Spread | None = None) -> None:
         try:
             groups.check(count, request.name)
-        except groups.GroupError as exc:
+            if spread is not None:
+                spread.check(count)
+        except (groups.GroupError, SpreadError) as exc:
             raise exceptions.InvalidArgument(str(exc)) from None
+        self.spread = spread
         problem = request_problem(request)
         if problem:
             raise exceptions.InvalidArgument(problem)
@@ -136,7 +145,8 @@ class GroupRun:
         self.run.expect(self.uuids)
         try:
             made = post_group(
-                self.client, wire_body(self.request, self.count, self.uuids),
+                self.client, wire_body(self.request, self.count, self.uuids,
+                                       self.spread),
                 self.run.deadline)
         except exceptions.ClientError as exc:
             if not exc.outcome_unknown:
@@ -150,8 +160,16 @@ class GroupRun:
         return made
 
     def _client_side(self) -> list[Allocation]:
-        for member in member_requests(self.request, self.count,
-                                      self.uuids):
+        nodes: list[str | None] = [None] * self.count
+        if self.spread is not None:
+            with budget.bounded(self.run.deadline):
+                nodes = list(spreading.member_nodes(
+                    self.client._transport, self.request, self.spread,
+                    self.count))
+        for member, node in zip(member_requests(
+                self.request, self.count, self.uuids), nodes, strict=True):
+            if node is not None:
+                member = spreading.member_request(member, node)
             self.run.request = member
             self.run.create(1, hold=False)
         done = self.run.wait()
@@ -202,12 +220,14 @@ def allocate_group(
     *,
     timeout: float | None = waiting.DEFAULT_TIMEOUT,
     on_progress: waiting.ProgressCallback | None = None,
+    spread: Spread | None = None,
 ) -> list[Allocation]:
     """The work of :meth:`Client.allocate_group` (see there)."""
     deadline = client.deadline(timeout)
     with budget.bounded(deadline), \
             interrupts.sigterm_raises() as installed:
-        run = GroupRun(client, request, count, deadline, on_progress)
+        run = GroupRun(client, request, count, deadline, on_progress,
+                       spread)
         try:
             return run.make()
         except (KeyboardInterrupt, exceptions.Terminated) as exc:

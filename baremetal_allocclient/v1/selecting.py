@@ -51,6 +51,9 @@ class Plan:
     candidates: tuple[str, ...]  # survivor UUIDs, the preferred one first
     preferred: str | None  # UUID of the preferred node, if it survived
     funnel: constraints.Funnel
+    #: The name to give the allocation so that Ironic tries the
+    #: preferred node first (the node's name), if any.
+    preferred_name: str | None = None
 
 
 def extension_advertised(doc: Any) -> bool:
@@ -117,12 +120,20 @@ def plan(selection: constraints.Selection,
     funnel, survivors = constraints.funnel(selection, nodes)
     if not survivors:
         raise no_match(selection, funnel)
-    name = selection.constraints.node_name
+    wanted = selection.constraints
+    name = wanted.node_name
+    best = wanted.order is constraints.Order.BEST_FIT
+    if best:
+        # Best effort: Ironic tries the node named like the allocation
+        # first, the best-fitting one here, then any other survivor.
+        survivors = constraints.best_fit(wanted, survivors)
     ordered = constraints.preferred_first(survivors, name)
     first = ordered[0]
-    preferred = (str(first["uuid"])
-                 if name and first.get("name") == name else None)
-    return Plan(tuple(str(n["uuid"]) for n in ordered), preferred, funnel)
+    first_name = first.get("name")
+    if (name and first_name == name) or (best and first_name):
+        return Plan(tuple(str(n["uuid"]) for n in ordered),
+                    str(first["uuid"]), funnel, str(first_name))
+    return Plan(tuple(str(n["uuid"]) for n in ordered), None, funnel)
 
 
 def no_match(selection: constraints.Selection, funnel: constraints.Funnel
@@ -135,9 +146,20 @@ def no_match(selection: constraints.Selection, funnel: constraints.Funnel
 
 
 def explain_document(selection: constraints.Selection,
-                     funnel: constraints.Funnel) -> dict[str, Any]:
-    """The explain answer, the same shape as the reference server's."""
-    return {"resource_class": selection.resource_class, **funnel.as_dict()}
+                     funnel: constraints.Funnel,
+                     survivors: Sequence[Mapping[str, Any]] = ()
+                     ) -> dict[str, Any]:
+    """The explain answer, the same shape as the reference server's;
+    ``order`` from ``survivors`` (Ironic's own choice is first fit)."""
+    wanted = selection.constraints
+    order = wanted.order or constraints.Order.FIRST_FIT
+    terms = constraints.fit_terms(wanted)
+    ranked = [(str(n.get("name") or n.get("uuid")),
+               constraints.excess(terms, n.get("properties")))
+              for n in constraints.best_fit(wanted, survivors)] \
+        if order is constraints.Order.BEST_FIT else []
+    return {"resource_class": selection.resource_class, **funnel.as_dict(),
+            "order": constraints.order_document(order, wanted, ranked)}
 
 
 def funnel_from_document(selection: constraints.Selection,
@@ -150,7 +172,8 @@ def funnel_from_document(selection: constraints.Selection,
     return {"resource_class": selection.resource_class,
             "funnel": list(doc["funnel"]),
             "candidates": doc.get("candidates"),
-            "first_empty": doc.get("first_empty")}
+            "first_empty": doc.get("first_empty"),
+            "order": doc.get("order")}
 
 
 def prefilter(tp: transport.Transport,
@@ -182,11 +205,10 @@ def constrain(session: Session, request: AllocationRequest
             "constraints do not apply to a backfill (node)")
     if server_evaluates(session):
         return request, [constraints.EXTENSION]
-    wanted = request.constraints
     plan = prefilter(session._transport, request.selection())
     # With require_node_name the plan holds that one node only.
     name = request.name
     if plan.preferred and name is None:
-        name = wanted.node_name
+        name = plan.preferred_name
     return dataclasses.replace(request, candidate_nodes=plan.candidates,
                                name=name, constraints=None), []

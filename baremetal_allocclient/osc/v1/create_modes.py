@@ -154,7 +154,8 @@ def make_group(
         with interrupts.sigterm_raises():
             made = ctx.client.allocate_group(
                 parsed_args.count or 1, group_request,
-                timeout=parsed_args.wait_timeout or None)
+                timeout=parsed_args.wait_timeout or None,
+                spread=group_options.spread_of(parsed_args))
     except errors.GroupFailed as exc:
         raise base.CommandFailed(str(exc)) from exc
     except (KeyboardInterrupt, errors.Terminated) as exc:

@@ -50,15 +50,65 @@ def add_create_options(parser: argparse.ArgumentParser) -> None:
         "baremetal_alloc:group of extra), so 'list --group' and "
         "'delete --group' find them.",
     )
+    add_spread_options(parser)
+
+
+def add_spread_options(parser: argparse.ArgumentParser) -> None:
+    """``--spread-over`` and its bounds, for a group ``create``."""
+    parser.add_argument(
+        "--spread-over", metavar="<domain>",
+        help="With a group: spread its members over this failure domain: "
+        "conductor_group, shard, or property:KEY (such as property:rack). "
+        "Implies --all-or-nothing. Decided in the group's one "
+        "transaction on "
+        "baremetal-alloc-server; by this client, best effort, on Ironic.")
+    parser.add_argument(
+        "--max-per-domain", type=_positive, default=1, metavar="<n>",
+        help="With --spread-over: at most this many members per domain "
+        "(default 1).")
+    parser.add_argument(
+        "--min-domains", type=_positive, metavar="<n>",
+        help="With --spread-over: at least this many domains.")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive integer, got {text!r}")
+    return value
+
+
+def spread_of(parsed_args: argparse.Namespace) -> Any:
+    """The :class:`~baremetal_allocclient.spread.Spread` asked for, or
+    None; raises ``SpreadError`` for a bad domain."""
+    from baremetal_allocclient.spread import Spread
+
+    over = getattr(parsed_args, "spread_over", None)
+    if over is None:
+        return None
+    return Spread(over, parsed_args.max_per_domain, parsed_args.min_domains)
 
 
 def wanted(parsed_args: argparse.Namespace) -> bool:
     """Whether ``create`` makes an all-or-nothing group."""
-    return bool(parsed_args.all_or_nothing or parsed_args.group)
+    return bool(parsed_args.all_or_nothing or parsed_args.group
+                or getattr(parsed_args, "spread_over", None))
 
 
 def create_problem(parsed_args: argparse.Namespace) -> str | None:
     """Why a group ``create`` command line is inconsistent (pure)."""
+    from baremetal_allocclient.spread import SpreadError
+
+    try:
+        spread = spread_of(parsed_args)
+        if spread is not None:
+            spread.check(parsed_args.count or 1)
+    except SpreadError as exc:
+        return f"--spread-over: {exc}"
     for flag, value in (("--node", parsed_args.node),
                         ("--uuid", parsed_args.uuid),
                         ("--name", parsed_args.name)):

@@ -22,15 +22,18 @@ import dataclasses
 import random
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from sqlalchemy import ColumnElement
 from sqlalchemy.orm import Session
 
 from baremetal_allocclient import constraints
+from baremetal_allocclient.constraints import Order
 from baremetal_allocclient.server.allocation import (
     matching,
     reservation,
     selection,
+    spreading,
 )
 from baremetal_allocclient.server.allocation.line import queries
 from baremetal_allocclient.server.allocation.release.refusals import Holder
@@ -40,6 +43,7 @@ from baremetal_allocclient.server.allocation.selection import (
 )
 from baremetal_allocclient.server.db.engine import Database
 from baremetal_allocclient.server.db.models import Allocation, utcnow
+from baremetal_allocclient.spread import Spread
 
 #: Attempts when matching nodes exist but other transactions hold them
 #: (locked or taken meanwhile) before the group fails.
@@ -55,6 +59,9 @@ class Outcome:
 
     members: tuple[tuple[Allocation, str], ...] = ()
     reason: str | None = None
+    #: With a spread: members and free nodes per domain
+    #: (:meth:`spread.Placement.as_dict`).
+    placement: dict[str, Any] | None = None
 
 
 class _Short(Exception):
@@ -64,6 +71,7 @@ class _Short(Exception):
     def __init__(self, promised: int = 0) -> None:
         super().__init__(promised)
         self.promised = promised
+        self.refusal: str | None = None  # (as spreading.Unplaced's)
 
 
 def reserve_group(
@@ -76,6 +84,8 @@ def reserve_group(
     check: Callable[[Session], None] = lambda _session: None,
     rng: random.Random = _JITTER,
     holder: Holder | None = None,
+    spread: Spread | None = None,
+    order: Order = Order.FIRST_FIT,
 ) -> Outcome:
     """Commit the ``count`` members ``build`` makes (new rows,
     ``active``; built again for each attempt) each on its own node, or
@@ -85,34 +95,62 @@ def reserve_group(
     ``holder`` (Ironic behind the broker), every member's node is also
     claimed there, with the nodes locked, before the commit; a claim
     refused is a node taken, and claims whose transaction did not commit
-    are removed."""
+    are removed.  With a ``spread`` the members' nodes are chosen by
+    :func:`spread.choose` over the free matching nodes, in the same
+    transaction; ``order``: the order nodes are tried in."""
     filters = selection.active_filters(request)
     for attempt in range(ROUNDS):
         claimed: list[str] = []
+        placement: dict[str, Any] | None = None
         try:
             with db.write() as session:
                 check(session)
                 members = build()
-                reserved = _reserve(session, members, request, filters, rng)
+                if spread is None:
+                    reserved = _reserve(session, members, request, filters,
+                                        rng, order)
+                else:
+                    reserved, placement = spreading.reserve_spread(
+                        session, members, request, filters, rng, spread,
+                        order)
                 if holder is not None:
                     _claim_all(holder, reserved, request)
                     claimed = [member.uuid for member, _node in reserved]
-            return Outcome(reserved)
-        except _Short as short:
+            return Outcome(reserved, placement=placement)
+        except (_Short, spreading.Unplaced) as short:
             promised = short.promised
+            if short.refusal is not None:
+                return _refused(db, request, visible, short.refusal)
         except BaseException:
             if claimed and holder is not None:
                 holder.unclaim_all(claimed)
             raise
         with db.read() as session:
-            reason = shortfall(session, request, count, visible,
-                               promised)
+            # A spread's own reason, or none: the nodes it chose were
+            # held or taken by others, and others are left to choose.
+            reason = spreading.refusal(
+                session, request, filters, spread, count) \
+                if spread is not None else \
+                shortfall(session, request, count, visible, promised)
+        if reason is not None and spread is not None:
+            return _refused(db, request, visible, reason)
         if reason is not None:
             return Outcome(reason=reason)
         time.sleep(rng.uniform(0.5, 1.5) * PAUSE * (attempt + 1))
     return Outcome(reason=(
         f"the matching nodes were taken by concurrent requests "
         f"({ROUNDS} attempts)"))
+
+
+def _refused(db: Database, request: Request,
+             visible: ColumnElement[bool] | None, reason: str) -> Outcome:
+    """A spread the free nodes cannot satisfy: its reason with the
+    funnel."""
+    if visible is None:
+        visible = matching.visible_to(request.owner)
+    with db.read() as session:
+        funnel = matching.funnel_counts(session, request, visible)
+    return Outcome(reason=constraints.with_funnel(reason, funnel))
 
 
 def _claim_all(holder: Holder, reserved: Sequence[tuple[Allocation, str]],
@@ -127,16 +165,21 @@ def _claim_all(holder: Holder, reserved: Sequence[tuple[Allocation, str]],
 
 def _reserve(session: Session, members: Sequence[Allocation],
              request: Request, filters: Sequence[AnyFilter],
-             rng: random.Random) -> tuple[tuple[Allocation, str], ...]:
+             rng: random.Random, order: Order = Order.FIRST_FIT
+             ) -> tuple[tuple[Allocation, str], ...]:
     count = len(members)
     now = utcnow()
     waiting = queries.in_line(session, request.resource_class, now)
-    top = matching.highest_node_id(session)
     # Each allocation in line is promised at most one node: locking that
     # many more leaves ``count`` for the group whenever there are enough.
-    locked = reservation.lock_free_nodes(session, request, filters,
-                                     rng.randint(1, max(top, 1)),
-                                     count + len(waiting))
+    if order is Order.BEST_FIT:
+        locked = reservation.lock_best_fit_nodes(
+            session, request, filters, count + len(waiting))
+    else:
+        top = matching.highest_node_id(session)
+        locked = reservation.lock_free_nodes(
+            session, request, filters, rng.randint(1, max(top, 1)),
+            count + len(waiting))
     promised = queries.promised_nodes(session, [n.id for n in locked],
                                       waiting)
     nodes = [n for n in locked if n.id not in promised][:count]

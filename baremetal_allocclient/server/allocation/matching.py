@@ -18,6 +18,7 @@ from typing import Any, cast
 from sqlalchemy import (
     BindParameter,
     ColumnElement,
+    Double,
     Integer,
     Select,
     and_,
@@ -28,8 +29,10 @@ from sqlalchemy import (
     func,
     or_,
     select,
+    type_coerce,
 )
 from sqlalchemy.orm import Session
+from sqlalchemy.types import NullType
 
 from baremetal_allocclient import constraints as constraints_module
 from baremetal_allocclient.constraints import (
@@ -90,6 +93,7 @@ def _constraint_params(request: Request) -> dict[str, Any]:
         return {}
     params: dict[str, Any] = {
         "c_forbidden": list(con.forbidden_traits),
+        "c_any_traits": list(con.any_traits),
         "c_node_owner": con.node_owner,
         "c_node_lessee": con.node_lessee,
         "c_group": con.conductor_group,
@@ -97,38 +101,97 @@ def _constraint_params(request: Request) -> dict[str, Any]:
         "c_node_name": con.node_name,
     }
     for i, prop in enumerate(con.properties):
-        params[f"c_p{i}_key"] = prop.key
-        params[f"c_p{i}_text"] = prop.value
-        params[f"c_p{i}_number"] = prop.number
+        params.update(_property_params(f"c_p{i}", prop))
+    for j, terms in enumerate(con.any_of):
+        for k, prop in enumerate(terms):
+            params.update(_property_params(f"c_a{j}_{k}", prop))
     return params
 
 
+def _property_params(prefix: str, prop: constraints_module.
+                     PropertyConstraint) -> dict[str, Any]:
+    return {
+        f"{prefix}_key": prop.key, f"{prefix}_text": prop.value,
+        f"{prefix}_number": prop.number,
+        f"{prefix}_texts": list(prop.values),
+        f"{prefix}_numbers": [
+            n for n in map(constraints_module.as_number, prop.values)
+            if n is not None],
+    }
+
+
 def _property_predicate(flt: ConstraintFilter) -> ColumnElement[bool]:
+    return _property_condition(f"c_p{flt.position}", flt.variant)
+
+
+def _any_of_predicate(flt: ConstraintFilter) -> ColumnElement[bool]:
+    """Every term of at least one alternative (``flt.variant``: each
+    alternative's term variants, see ``selection._any_of_variant``)."""
+    return or_(*(
+        and_(*(_property_condition(f"c_a{j}_{k}", variant)
+               for k, variant in enumerate(terms.split(","))))
+        for j, terms in enumerate(flt.variant.split("|"))))
+
+
+def _property_condition(prefix: str, variant_: str
+                        ) -> ColumnElement[bool]:
     """EXISTS a normalized property row of the node satisfying it (the
-    primary key (node_id, key) makes it one index lookup per node)."""
-    i = flt.position
+    primary key (node_id, key) makes it one index lookup per node); NOT
+    EXISTS for ``not_in`` and ``not_exists``, which a node without the
+    key passes.  Bound values named ``prefix_...``."""
     row = NodeProperty
-    number: BindParameter[float] = bindparam(f"c_p{i}_number")
-    if flt.variant == "min":
-        test: ColumnElement[bool] = row.number >= number
-    elif flt.variant == "eq_number":
-        test = or_(row.number == number,
-                   and_(row.number.is_(None),
-                        row.text == bindparam(f"c_p{i}_text")))
-    else:
-        test = row.text == bindparam(f"c_p{i}_text")
-    return exists().where(row.node_id == Node.id,
-                          row.key == bindparam(f"c_p{i}_key"), test)
+    # (variants: min, max, eq_number, eq_text, [not_]in_number,
+    # [not_]in_text, [not_]exists -- see selection.property_variant)
+    negated = variant_.startswith("not_")
+    variant, _, kind = variant_.removeprefix("not_").partition("_")
+    test = _property_test(prefix, variant, kind)
+    found = exists().where(row.node_id == Node.id,
+                           row.key == bindparam(f"{prefix}_key"), *test)
+    return ~found if negated else found
+
+
+def _property_test(prefix: str, variant: str, kind: str
+                   ) -> list[ColumnElement[bool]]:
+    """The condition on the row of one property constraint (none for
+    ``exists``): ``variant`` is the operator (``in`` for ``not_in``
+    too), ``kind`` whether the value (or set) holds a number."""
+    row = NodeProperty
+    number: BindParameter[float] = bindparam(f"{prefix}_number")
+    if variant == "min":
+        return [row.number >= number]
+    if variant == "max":
+        return [row.number <= number]
+    if variant == "eq":
+        if kind == "number":
+            return [or_(row.number == number,
+                        and_(row.number.is_(None),
+                             row.text == bindparam(f"{prefix}_text")))]
+        return [row.text == bindparam(f"{prefix}_text")]
+    if variant == "in":
+        texts = row.text.in_(bindparam(f"{prefix}_texts", expanding=True))
+        if kind == "number":
+            numbers: BindParameter[list[float]] = bindparam(
+                f"{prefix}_numbers", expanding=True)
+            return [or_(row.number.in_(numbers),
+                        and_(row.number.is_(None), texts))]
+        return [texts]
+    return []  # exists, not_exists: the row itself
 
 
 def _constraint_predicate(flt: ConstraintFilter) -> ColumnElement[bool]:
     kind = flt.kind
     if kind is Kind.PROPERTY:
         return _property_predicate(flt)
+    if kind is Kind.ANY_OF:
+        return _any_of_predicate(flt)
     if kind is Kind.FORBIDDEN_TRAITS:
         return ~exists().where(
             NodeTrait.node_id == Node.id,
             NodeTrait.trait.in_(bindparam("c_forbidden", expanding=True)))
+    if kind is Kind.ANY_TRAITS:
+        return exists().where(
+            NodeTrait.node_id == Node.id,
+            NodeTrait.trait.in_(bindparam("c_any_traits", expanding=True)))
     column, param = {
         Kind.NODE_OWNER: (Node.owner, "c_node_owner"),
         Kind.NODE_LESSEE: (Node.lessee, "c_node_lessee"),
@@ -320,6 +383,99 @@ def candidate_window(
                                  ).first(conn, {**params, "w_name": preferred})
         if named is not None:
             found.append((int(named[0]), named[1], str(named[2])))
+    return found
+
+
+# -- best fit ----------------------------------------------------------
+
+
+def fit_params(request: Request) -> dict[str, Any]:
+    """Bound values of :func:`best_fit_query`'s score."""
+    params: dict[str, Any] = {}
+    terms = constraints_module.fit_terms(request.constraints)
+    for i, (key, floor) in enumerate(terms):
+        params[f"o_{i}_key"] = key
+        params[f"o_{i}_floor"] = floor
+        params[f"o_{i}_scale"] = constraints_module.fit_scale(floor)
+    return params
+
+
+def _excess(terms: int) -> ColumnElement[Any]:
+    """:func:`constraints.excess` in SQL: per term, the node's number (a
+    missing or non-numeric value counting as the floor) over the
+    floor, divided by the scale."""
+    parts: list[ColumnElement[Any]] = []
+    for i in range(terms):
+        floor: BindParameter[float] = bindparam(f"o_{i}_floor",
+                                                type_=Double)
+        value = (select(NodeProperty.number)
+                 .where(NodeProperty.node_id == Node.id,
+                        NodeProperty.key == bindparam(f"o_{i}_key"))
+                 .scalar_subquery())
+        parts.append((func.coalesce(value, floor) - floor)
+                     / bindparam(f"o_{i}_scale", type_=Double))
+    total = parts[0]
+    for part in parts[1:]:
+        total = total + part
+    # No result type: a Float's conversion needs the column's type code,
+    # which a DriverStatement does not have (float() takes the value).
+    return type_coerce(total, NullType())
+
+
+@functools.cache
+def best_fit_query(filters: tuple[AnyFilter, ...], terms: int,
+                   lock: bool = False) -> Select[Any]:
+    """Up to ``w_limit`` nodes passing every filter, least excess first,
+    ties by UUID, with the excess (parameters: :func:`filter_params`,
+    :func:`fit_params`).  Every matching node is scored: best fit costs
+    a scan of the matching nodes, not an index window.  ``lock``: FOR
+    UPDATE SKIP LOCKED (a group's reservation)."""
+    score = _excess(terms)
+    query = (select(Node.id, Node.name, Node.uuid, score)
+             .where(*predicates(filters))
+             .order_by(score, Node.uuid)
+             .limit(bindparam("w_limit", type_=Integer)))
+    if lock:
+        query = query.with_for_update(skip_locked=True)
+    return cast("Select[Any]", query)
+
+
+def best_fit_rows(conn: Session | AnyConnection, request: Request,
+                  filters: Sequence[AnyFilter], limit: int
+                  ) -> list[tuple[int, str | None, str, float]]:
+    """(id, name, uuid, excess) of the ``limit`` best-fitting nodes."""
+    if isinstance(conn, Session):
+        conn = conn.connection()
+    terms = len(constraints_module.fit_terms(request.constraints))
+    statement = driver_statement(best_fit_query(tuple(filters), terms),
+                                 conn.dialect)
+    rows = statement.rows(conn, {**filter_params(request),
+                                 **fit_params(request), "w_limit": limit})
+    return [(int(r[0]), r[1], str(r[2]), float(r[3])) for r in rows]
+
+
+def best_fit_window(
+    conn: Session | AnyConnection,
+    request: Request,
+    filters: Sequence[AnyFilter],
+    limit: int = CANDIDATE_WINDOW,
+) -> list[CandidateRow]:
+    """:func:`candidate_window` in best-fit order: the ``limit``
+    best-fitting nodes, a node named like the allocation first when it
+    matches."""
+    found: list[CandidateRow] = [
+        (i, n, u) for i, n, u, _e in best_fit_rows(conn, request, filters,
+                                                   limit)]
+    preferred = request.preferred_name
+    if preferred is None or any(row[1] == preferred for row in found):
+        return found
+    if isinstance(conn, Session):
+        conn = conn.connection()
+    named = driver_statement(_named_candidate_query(tuple(filters)),
+                             conn.dialect).first(
+        conn, {**filter_params(request), "w_name": preferred})
+    if named is not None:
+        found.insert(0, (int(named[0]), named[1], str(named[2])))
     return found
 
 

@@ -42,7 +42,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from baremetal_allocclient import leases
+from baremetal_allocclient import constraints, leases
 from baremetal_allocclient.server import node_states as ns
 from baremetal_allocclient.server.allocation.line.queries import (
     ANYONE_WAITING_BEFORE,
@@ -50,8 +50,10 @@ from baremetal_allocclient.server.allocation.line.queries import (
     waiting_before,
 )
 from baremetal_allocclient.server.allocation.matching import (
+    best_fit_query,
     candidate_query,
     filter_params,
+    fit_params,
     predicates,
 )
 from baremetal_allocclient.server.allocation.selection import (
@@ -450,6 +452,20 @@ def lock_free_nodes(session: Session, request: Request,
             {**params, "w_pivot": pivot, "w_limit": count - len(rows)})
     return [Candidate(int(node_id), name, str(uuid))
             for node_id, name, uuid in rows]
+
+
+def lock_best_fit_nodes(session: Session, request: Request,
+                        filters: Sequence[AnyFilter], count: int
+                        ) -> list[Candidate]:
+    """Lock up to ``count`` nodes passing all filters, the best-fitting
+    first (:func:`matching.best_fit_query`), skipping locked ones."""
+    if count <= 0:
+        return []
+    terms = len(constraints.fit_terms(request.constraints))
+    rows = session.connection().execute(
+        best_fit_query(tuple(filters), terms, lock=True),
+        {**filter_params(request), **fit_params(request), "w_limit": count})
+    return [Candidate(int(row[0]), row[1], str(row[2])) for row in rows]
 
 
 _BACKFILLED_NODE = (Node.provision_state == ns.ACTIVE,)

@@ -21,7 +21,6 @@ from baremetal_allocclient.constraints import (
     Constraints,
     Funnel,
     Kind,
-    Op,
     Selection,
     Step,
     steps,
@@ -84,9 +83,25 @@ AnyFilter = Filter | ConstraintFilter
 
 
 def _property_variant(wanted: Constraints, index: int) -> str:
-    prop = wanted.properties[index]
-    if prop.op is Op.MIN:
-        return "min"
+    return property_variant(wanted.properties[index])
+
+
+def _any_of_variant(wanted: Constraints) -> str:
+    """``min,eq_text|exists``: the variants of every alternative's
+    terms (the SQL of ``any_of`` depends on them)."""
+    return "|".join(",".join(property_variant(p) for p in terms)
+                    for terms in wanted.any_of)
+
+
+def property_variant(prop: constraints.PropertyConstraint) -> str:
+    """What one property constraint's SQL depends on besides bound
+    values: its operator, and whether its value (set) holds a number."""
+    if prop.op in constraints.NUMERIC_OPS or prop.op in constraints.KEY_OPS:
+        return prop.op.value
+    if prop.op in constraints.SET_OPS:
+        numeric = any(constraints.as_number(v) is not None
+                      for v in prop.values)
+        return f"{prop.op.value}_{'number' if numeric else 'text'}"
     return "eq_number" if prop.number is not None else "eq_text"
 
 
@@ -131,7 +146,9 @@ def _filters_of(wanted: Selection) -> tuple[AnyFilter, ...]:
             filters.append(_IRONIC_FILTERS[step.kind])
         else:
             variant = (_property_variant(wanted.constraints, step.index)
-                       if step.kind is Kind.PROPERTY else "")
+                       if step.kind is Kind.PROPERTY else
+                       _any_of_variant(wanted.constraints)
+                       if step.kind is Kind.ANY_OF else "")
             filters.append(ConstraintFilter(step.kind, step.index, variant))
     return tuple(filters)
 

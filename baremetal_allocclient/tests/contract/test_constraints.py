@@ -19,6 +19,7 @@ from baremetal_allocclient import exceptions
 from baremetal_allocclient.constraints import (
     Constraints,
     Op,
+    Order,
     property_constraint,
 )
 from baremetal_allocclient.tests.contract import base
@@ -153,6 +154,99 @@ class Constrained(base.ContractMixin):
         self.assertSelects("a", Constraints(
             properties=(_prop("local_gb", "min", 50),)))
 
+    def test_numeric_maximum(self) -> None:
+        self.assertSelects("ac", Constraints(
+            properties=(_prop("cpus", "max", 8),)))
+
+    def test_value_in_a_set(self) -> None:
+        self.assertSelects("b", Constraints(properties=(
+            _prop("cpu_arch", "in", ["aarch64", "ppc64le"]),)))
+
+    def test_value_not_in_a_set_counts_numeric_strings(self) -> None:
+        self.assertSelects("c", Constraints(
+            properties=(_prop("cpus", "not_in", [8, "16.0"]),)))
+
+    def test_key_exists_and_not_exists(self) -> None:
+        self.assertSelects("c", Constraints(
+            properties=(_prop("rack", "exists", True),)))
+        self.assertSelects("bc", Constraints(
+            properties=(_prop("local_gb", "not_exists", True),)))
+
+    def test_alternatives(self) -> None:
+        """Any of several sets of terms: a (8 CPUs with local_gb) or c
+        (in rack r1); one step in explain."""
+        wanted = Constraints(any_of=(
+            (_prop("cpus", "min", 8), _prop("local_gb", "exists", True)),
+            (_prop("rack", "in", ["r1"]),)))
+        self.assertSelects("ac", wanted)
+        doc = self.client.explain(self.rc, constraints=wanted)
+        self.assertEqual(("any_of", 2), (doc["funnel"][-1]["step"],
+                                         doc["funnel"][-1]["count"]))
+
+    def test_any_of_some_traits(self) -> None:
+        self.assertSelects("b", Constraints(
+            any_traits=("CUSTOM_GPU", "CUSTOM_B")))
+
+    def test_explain_funnel_of_the_new_operators(self) -> None:
+        """Each new operator is its own step, counted alike on both
+        targets, and the first empty one is named."""
+        wanted = Constraints(
+            any_traits=("CUSTOM_A", "CUSTOM_B"),
+            properties=(_prop("cpus", "max", 16),
+                        _prop("cpu_arch", "in", ["x86_64", "aarch64"]),
+                        _prop("rack", "not_in", ["r2"]),
+                        _prop("local_gb", "not_exists", True),
+                        _prop("memory_mb", "exists", True),
+                        _prop("cpus", "not_in", ["16"])))
+        doc = self.client.explain(self.rc, constraints=wanted)
+        self.assertEqual([
+            ("resource_class", 4), ("available", 4),
+            ("not_in_maintenance", 3), ("power_state", 3),
+            ("unreserved", 3), ("any_traits", 2),
+            ("property:cpus<=16", 2),
+            ("property:cpu_arch in (x86_64,aarch64)", 2),
+            ("property:rack not in (r2)", 2),
+            ("property:local_gb not exists", 1),
+            ("property:memory_mb exists", 1),
+            ("property:cpus not in (16)", 0),
+        ], [(s["step"], s["count"]) for s in doc["funnel"]])
+        self.assertEqual((0, "property:cpus not in (16)"),
+                         (doc["candidates"], doc["first_empty"]))
+        with self.assertRaises(exceptions.ClientError) as caught:
+            self.client.allocate(self.rc, constraints=wanted, timeout=60)
+        self.assertIn("property cpus not in (16)", str(caught.exception))
+
+    def test_best_fit_takes_the_least_exceeding_node_first(self) -> None:
+        """cpus>=4: c (4 CPUs), then a (8), then b (16); explain shows
+        that order with each node's excess.  (Against Ironic the SDK
+        names the allocation like the best node, which Ironic tries
+        first.)"""
+        wanted = Constraints(properties=(_prop("cpus", "min", 4),),
+                             order=Order.BEST_FIT)
+        doc = self.client.explain(self.rc, constraints=wanted)
+        self.assertEqual({"order": "best_fit", "measured": ["cpus>=4"],
+                          "first": [
+                              {"node": self.names["c"], "excess": 0.0},
+                              {"node": self.names["a"], "excess": 1.0},
+                              {"node": self.names["b"], "excess": 3.0}]},
+                         doc["order"])
+        taken: list[str] = []
+        try:
+            for letter in "cab":
+                allocation = self.client.allocate(
+                    self.rc, constraints=wanted, timeout=60)
+                taken.append(str(allocation.uuid))
+                node = self.target.node(str(allocation.node_uuid))
+                self.assertEqual(self.names[letter], node["name"])
+        finally:
+            for uuid in taken:
+                self.client.delete_allocation(uuid, ignore_missing=True)
+
+    def test_first_fit_is_said_in_explain(self) -> None:
+        doc = self.client.explain(self.rc, constraints=Constraints(
+            order=Order.FIRST_FIT))
+        self.assertEqual({"order": "first_fit"}, doc["order"])
+
     def test_conductor_group_is_case_insensitive(self) -> None:
         if self.is_reference:
             self.assertSelects("ac", Constraints(conductor_group="G1"))
@@ -244,6 +338,25 @@ class Constrained(base.ContractMixin):
             env=clean_env(), timeout=120)
         self.assertEqual(0, proc.returncode, proc.stderr)
         return json.loads(proc.stdout)
+
+    def test_command_lines_take_the_new_operators(self) -> None:
+        options = ("--resource-class", self.rc, "--any-trait", "CUSTOM_A",
+                   "--any-trait", "CUSTOM_B", "--max-property", "cpus=16",
+                   "--property-in", "cpu_arch=x86_64,aarch64",
+                   "--property-not-in", "rack=r2", "--property-exists",
+                   "memory_mb", "--property-not-exists", "local_gb")
+        expected = [
+            ["resource_class", 4], ["available", 4],
+            ["not_in_maintenance", 3], ["power_state", 3],
+            ["unreserved", 3], ["any_traits", 2], ["property:cpus<=16", 2],
+            ["property:cpu_arch in (x86_64,aarch64)", 2],
+            ["property:rack not in (r2)", 2],
+            ["property:memory_mb exists", 2],
+            ["property:local_gb not exists", 1]]
+        for program in ("baremetal-alloc", "openstack"):
+            rows = self.cli(program, "explain", *options)
+            self.assertEqual(expected,
+                             [[r["Step"], r["Count"]] for r in rows])
 
     def test_both_command_lines(self) -> None:
         """explain -f json gives the same rows in both programs and on

@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, select
 
+from baremetal_allocclient.constraints import Order
 from baremetal_allocclient.server.allocation import (
     matching,
     reservation,
@@ -107,8 +108,11 @@ class DatabaseBackend:
     blocking = False  # a bounded number of statements, no pauses
     holder = None  # releases follow the server's own rules
 
-    def __init__(self, db: Database, rng: random.Random | None = None) -> None:
+    def __init__(self, db: Database, rng: random.Random | None = None,
+                 default_order: Order = Order.FIRST_FIT) -> None:
         self._db = db
+        #: The order of requests that name none (``serve --default-order``).
+        self.default_order = default_order
         # Seeded from the system's randomness once: each process draws
         # its own pivots and orders, and a draw asks the kernel nothing
         # (SystemRandom's did: two system calls per create).
@@ -158,7 +162,11 @@ class DatabaseBackend:
         """A window of the nodes passing every filter, at a random
         position (empty only when none does).  Its statements are their
         own transaction: the reservation checks each node again."""
+        best = self.order_of(job.request) is Order.BEST_FIT
         with self._db.statement_connection() as conn:
+            if best:
+                return matching.best_fit_window(conn, job.request,
+                                                list(job.filters))
             top = self._highest_node_id(conn)
             with self._rng_lock:
                 pivot = self._rng.randint(1, max(top, 1))
@@ -167,9 +175,16 @@ class DatabaseBackend:
 
     def order(self, job: Job, found: Sequence[selection.CandidateRow]
               ) -> Iterator[selection.Candidate]:
-        """The order to try a window's nodes in."""
+        """The order to try a window's nodes in: best fit's as the
+        window came, else the named node first, the rest at random."""
+        if self.order_of(job.request) is Order.BEST_FIT:
+            return (selection.Candidate._make(row) for row in found)
         return selection.candidate_order(
             found, job.request.preferred_name, self._draw)
+
+    def order_of(self, request: selection.Request) -> Order:
+        """The request's order, or this server's default."""
+        return request.constraints.order or self.default_order
 
     def named(self, job: Job, node_uuid: str
               ) -> list[selection.Candidate]:

@@ -27,6 +27,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement
 
+from baremetal_allocclient.constraints import Order
 from baremetal_allocclient.server.allocation import reservation, selection
 from baremetal_allocclient.server.allocation.backends import database, remote
 from baremetal_allocclient.server.allocation.backends.base import Job, Settled
@@ -59,13 +60,15 @@ class IronicBackend:
     blocking = True  # HTTP to Ironic, and waits while it is down
 
     def __init__(self, db: Database, client: IronicClient, sync: IronicSync,
-                 conductor: str, wait: float = 30.0) -> None:
+                 conductor: str, wait: float = 30.0,
+                 default_order: Order = Order.FIRST_FIT) -> None:
         self._db = db
         self.client = client
         self.sync = sync
         self._conductor = conductor
         self._wait = wait
-        self._search = database.DatabaseBackend(db)
+        self._search = database.DatabaseBackend(
+            db, default_order=default_order)
         self._lock = threading.Lock()
         self._class_read: dict[str, float] = {}
 

@@ -7,6 +7,7 @@ import argparse
 import logging
 from typing import Any
 
+from baremetal_allocclient.constraints import Order
 from baremetal_allocclient.server.allocation.backends.base import Backend
 from baremetal_allocclient.server.db.engine import Database
 
@@ -14,6 +15,11 @@ LOG = logging.getLogger(__name__)
 
 class BackendConfigError(Exception):
     """The backend options cannot work (message is for the operator)."""
+
+
+def default_order(args: argparse.Namespace) -> Order:
+    """``serve --default-order`` (first fit without it)."""
+    return Order(getattr(args, "default_order", None) or "first_fit")
 
 
 def build(db: Database, args: argparse.Namespace) -> Backend:
@@ -27,7 +33,7 @@ def build(db: Database, args: argparse.Namespace) -> Backend:
     if backend == "ironic":
         return _ironic(db, args)
     if backend != "placement":
-        return DatabaseBackend(db)
+        return DatabaseBackend(db, default_order=default_order(args))
     from baremetal_allocclient.server.allocation.backends.placement import (
         PlacementBackend,
     )
@@ -102,7 +108,8 @@ def _ironic(db: Database, args: argparse.Namespace) -> Backend:
              ic.microversion_text())
     sync = IronicSync(db, client, interval=args.ironic_sync_interval)
     return IronicBackend(db, client, sync, args.conductor_name,
-                         wait=args.ironic_wait)
+                         wait=args.ironic_wait,
+                         default_order=default_order(args))
 
 
 def _catalog_endpoint(session: Any, cloud_name: str,

@@ -15,6 +15,9 @@ from __future__ import annotations
 
 from baremetal_allocclient.server import schemas
 from baremetal_allocclient.server.allocation.handlers import extensions
+from baremetal_allocclient.server.allocation.handlers.services import (
+    allocation_services,
+)
 from baremetal_allocclient.server.allocation.selection import Request
 from baremetal_allocclient.server.allocation.service import records
 from baremetal_allocclient.server.api import versions
@@ -46,5 +49,8 @@ def explain_allocation(ctx: Context) -> Response:
         name=body.get("name"),
         constraints=wanted,
     ), list(body.get("candidate_nodes") or []))
-    return json_response(
-        {"resource_class": request.resource_class, **funnel.as_dict()})
+    services = allocation_services(ctx)
+    order = records.order_entry(services.db, request,
+                                services.default_order)
+    return json_response({"resource_class": request.resource_class,
+                          **funnel.as_dict(), "order": order})

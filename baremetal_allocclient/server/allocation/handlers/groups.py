@@ -24,6 +24,7 @@ import uuid as uuidlib
 from typing import Any
 
 from baremetal_allocclient import constraints, groups
+from baremetal_allocclient import spread as spread_model
 from baremetal_allocclient.server import schemas
 from baremetal_allocclient.server.allocation import marks, views
 from baremetal_allocclient.server.allocation.handlers import (
@@ -50,6 +51,7 @@ from baremetal_allocclient.server.api.extensions import requested
 from baremetal_allocclient.server.api.http import Response
 from baremetal_allocclient.server.db.models import utcnow
 from baremetal_allocclient.server.domain import identifiers
+from baremetal_allocclient.spread import Spread
 
 NOT_FOUND = "The resource could not be found."
 PLACEMENT_REFUSAL = (
@@ -115,22 +117,38 @@ def create_group(ctx: Context) -> Response:
     if group is not None:
         columns.update(group_name=group, group_size=count)
     wanted = extensions.parse_constraints(body)
+    spread = _spread(body)
     services = allocation_services(ctx)
-    members = grouping.reserve(
+    reserved = grouping.reserve(
         services.db, services.workers.affinity, grouping.Group(
             uuids=uuids, names=names,
             resource_class=body["resource_class"],
             traits=list(dict.fromkeys(body.get("traits") or [])),
             candidate_nodes=list(body.get("candidate_nodes") or []),
             extra=body.get("extra") or {}, owner=body.get("owner"),
-            constraints=wanted, marks=columns,
+            constraints=wanted, marks=columns, spread=spread,
         ), principal(ctx), services.recorder,
-        services.workers.backend.holder)
+        services.workers.backend.holder, services.default_order)
     render = views.AllocationRenderer(ctx.base_url, ctx.minor)
-    return json_text_response(json_text.members([
+    fields = [
         ("name", json_text.value(group)), ("count", json_text.value(count)),
         ("allocations", json_text.array(
             marks_view.record_with_fields(render(member, node_uuid), opted,
                                      member)
-            for member, node_uuid in members)),
-    ]), 201)
+            for member, node_uuid in reserved.members)),
+    ]
+    if reserved.placement is not None:
+        fields.append(("spread", json_text.value(reserved.placement)))
+    return json_text_response(json_text.members(fields), 201)
+
+
+def _spread(body: dict[str, Any]) -> Spread | None:
+    """The group's ``spread`` (schema-checked), or None; a spread no
+    group of this size can satisfy is a 400."""
+    try:
+        found = spread_model.from_wire(body.get("spread"))
+        if found is not None:
+            found.check(body["count"])
+    except spread_model.SpreadError as exc:
+        raise bad_request(f"Invalid spread: {exc}") from None
+    return found

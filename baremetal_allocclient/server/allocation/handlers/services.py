@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Protocol, cast
 
+from baremetal_allocclient.constraints import Order
 from baremetal_allocclient.server.allocation.backends.base import Backend
 from baremetal_allocclient.server.allocation.line.rounds import QueueRounds
 from baremetal_allocclient.server.allocation.wait_permits import WaitPermits
@@ -54,6 +55,9 @@ class AllocationServices(Protocol):
     @property
     def recorder(self) -> Recorder:
         """Where the services count what they did."""
+    @property
+    def default_order(self) -> Order:
+        """The order of requests that name none."""
 
 
 def allocation_services(ctx: Context) -> AllocationServices:

@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from baremetal_allocclient.constraints import Constraints
+from baremetal_allocclient.constraints import Constraints, Order
 from baremetal_allocclient.server.allocation import (
     group_reservation as group_db,
 )
@@ -31,6 +31,7 @@ from baremetal_allocclient.server.domain.recording import (
     Change,
     Recorder,
 )
+from baremetal_allocclient.spread import Spread
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,17 @@ class Group:
     #: The extensions' columns of every member (``allocation/marks.py``):
     #: the group's name and size, a lease.
     marks: dict[str, Any] = field(default_factory=dict)
+    #: Spread the members over failure domains (None: anywhere).
+    spread: Spread | None = None
+
+
+@dataclass(frozen=True)
+class Reserved:
+    """The members made, with their node UUIDs, and with a spread the
+    members and free nodes per domain."""
+
+    members: list[tuple[Allocation, str]]
+    placement: dict[str, Any] | None = None
 
 
 def _check_unique(uuids: Sequence[str], names: Sequence[str | None]
@@ -68,11 +80,13 @@ def _check_unique(uuids: Sequence[str], names: Sequence[str | None]
 
 
 def reserve(db: Database, affinity: str, group: Group, who: Principal,
-            recorder: Recorder = NOT_RECORDED, holder: Holder | None = None
-            ) -> list[tuple[Allocation, str]]:
+            recorder: Recorder = NOT_RECORDED, holder: Holder | None = None,
+            default_order: Order = Order.FIRST_FIT) -> Reserved:
     """Every member ``active`` on its own node, with the node's UUID
-    (their owner as ``who`` may set it); :class:`Conflict` saying why
-    when the group cannot be reserved (nothing stored)."""
+    (their owner as ``who`` may set it), spread as the group asks;
+    :class:`Conflict` saying why when the group cannot be reserved
+    (nothing stored).  Nodes are tried in the group's order, else
+    ``default_order``."""
     wanted = group.constraints
     owner = policy.create_owner(who, group.owner)
     candidates = creating.candidates_in_read(db, who, group.candidate_nodes)
@@ -96,7 +110,8 @@ def reserve(db: Database, affinity: str, group: Group, who: Principal,
     try:
         outcome = group_db.reserve_group(
             db, count, build, request, node_lookup.node_filter(who),
-            check=_check_unique(group.uuids, group.names), holder=holder)
+            check=_check_unique(group.uuids, group.names), holder=holder,
+            spread=group.spread, order=wanted.order or default_order)
     except IntegrityError:
         raise Conflict("An allocation of the group has a name or UUID "
                        "already in use.") from None
@@ -106,4 +121,4 @@ def reserve(db: Database, affinity: str, group: Group, who: Principal,
     for member, node_uuid in outcome.members:
         recorder.changed(Change(member.uuid, owner, None, ACTIVE, node_uuid,
                                 "request"))
-    return list(outcome.members)
+    return Reserved(list(outcome.members), outcome.placement)

@@ -17,9 +17,20 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Session
 
 from baremetal_allocclient import leases
-from baremetal_allocclient.constraints import Constraints, Funnel
+from baremetal_allocclient.constraints import (
+    EXPLAIN_FIRST,
+    Constraints,
+    Funnel,
+    Order,
+    order_document,
+)
 from baremetal_allocclient.server import schemas
-from baremetal_allocclient.server.allocation import lookup, marks, matching
+from baremetal_allocclient.server.allocation import (
+    lookup,
+    marks,
+    matching,
+    selection,
+)
 from baremetal_allocclient.server.allocation.backends.base import Backend
 from baremetal_allocclient.server.allocation.selection import Request
 from baremetal_allocclient.server.allocation.service import creating
@@ -250,6 +261,22 @@ def funnel(db: Database, who: Principal, request: Request,
         if visible is None:  # an admin: the nodes the owner may see
             visible = matching.visible_to(request.owner)
         return request, matching.funnel_counts(session, request, visible)
+
+
+def order_entry(db: Database, request: Request, default: Order
+                ) -> dict[str, Any]:
+    """``explain``'s ``order``: the request's order (or ``default``)
+    and, for best fit, the first nodes it would try with their excess
+    (the same query a create runs)."""
+    order = request.constraints.order or default
+    ranked: list[tuple[str, float]] = []
+    if order is Order.BEST_FIT:
+        with db.read() as session:
+            rows = matching.best_fit_rows(
+                session, request, selection.active_filters(request),
+                EXPLAIN_FIRST)
+        ranked = [(name or uuid, excess) for _i, name, uuid, excess in rows]
+    return order_document(order, request.constraints, ranked)
 
 
 def capacity(backend: Backend, who: Principal, resource_class: str | None,

@@ -24,7 +24,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
 RESULTS = os.path.join(REPO, "benchmarks", "results")
 #: the modules of benchmarks/ that write a run's figures to a file (the
 #: others are servers and clients they start)
-WRITERS = ("app_loop", "blank_lines", "broker", "cli_startup", "constraints",
+WRITERS = ("app_loop", "best_fit", "blank_lines", "broker", "cli_startup",
+           "constraints",
            "delete_cost", "fleet_dashboard", "floor", "floor_profile",
            "frontend", "galera", "instructions", "metrics_cost", "pair",
            "private_fallbacks", "run", "steady_memory", "traits",

@@ -59,3 +59,36 @@ class ChoosingNodesExamplesTest(_DocsServer):
         self.assertEqual("first empty: property:cpus>=256", lines[2])
         self.assertTrue(re.match(r"allocate failed: \w+", lines[3]), out)
         self.assertNothingAllocated()
+
+    def test_best_fit_and_the_new_operators(self) -> None:
+        out = self.ok("choosing-nodes/best-fit.sh")
+        first, rest = out.split("\n", 1)
+        self.assertIn(self.nodes[first], ("node-1", "node-3"), out)
+        table_end = rest.index("[")
+        doc = json.loads(rest[table_end:])
+        self.assertEqual(
+            [("resource_class", 4), ("available", 4),
+             ("not_in_maintenance", 4), ("power_state", 4),
+             ("unreserved", 4), ("any_traits", 3),
+             ("property:cpus<=16", 1),
+             ("property:local_gb not in (960)", 1),
+             ("property:cpu_arch not exists", 1)],
+            [(row["Step"], row["Count"]) for row in doc])
+        self.assertNothingAllocated()
+
+    def test_spread(self) -> None:
+        result = self.run_file("choosing-nodes/spread.sh")
+        self.assertEqual(0, result.returncode, result.stderr)
+        lines = result.stdout.splitlines()
+        self.assertEqual({"node-0", "node-1", "node-2", "node-3"} & {
+            self.nodes[uuid] for uuid in lines[:2]}, {
+            self.nodes[uuid] for uuid in lines[:2]})
+        disks = {self.nodes[uuid] in ("node-0", "node-2")
+                 for uuid in lines[:2]}
+        self.assertEqual({True, False}, disks, result.stdout)
+        self.assertEqual("refused, exit code 1", lines[-1])
+        self.assertIn(
+            "spread over local_gb cannot place 3 members, at most 1 per "
+            "local_gb: 2 placeable (480 2 free, 960 2 free)",
+            result.stderr)
+        self.assertNothingAllocated()

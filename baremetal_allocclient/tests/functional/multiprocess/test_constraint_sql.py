@@ -18,7 +18,7 @@ import testtools
 from sqlalchemy import delete, update
 
 from baremetal_allocclient import constraints as model
-from baremetal_allocclient.constraints import Constraints, Op
+from baremetal_allocclient.constraints import Constraints, Op, Order
 from baremetal_allocclient.server.allocation import (
     matching,
     reservation,
@@ -74,6 +74,32 @@ _REQUESTS: tuple[tuple[dict[str, Any], Constraints], ...] = (
     ({"candidate_nodes": ("uuid-n1", "uuid-n3")},
      Constraints(node_name="n3", require_node_name=True)),
     ({}, Constraints(shard="nope")),
+    ({}, Constraints(properties=(_p("cpus", "max", 8),))),
+    ({}, Constraints(properties=(_p("cpus", "max", 4.5),
+                                 _p("cpus", "min", 4)))),
+    ({}, Constraints(properties=(_p("cpu_arch", "in",
+                                    ["x86_64", "aarch64"]),))),
+    ({}, Constraints(properties=(_p("cpus", "in", [16, "4", "many"]),))),
+    ({}, Constraints(properties=(_p("cpus", "not_in", ["8", 16.0]),))),
+    ({}, Constraints(properties=(_p("memory_mb", "in", ["x"]),))),
+    ({}, Constraints(properties=(_p("memory_mb", "not_in", [8192]),))),
+    ({}, Constraints(properties=(_p("fast", "in", ["true", 1]),))),
+    ({}, Constraints(properties=(_p("nested", "not_in",
+                                    ['{"a":[1,2]}']),))),
+    ({}, Constraints(properties=(_p("rack", "exists", True),))),
+    ({}, Constraints(properties=(_p("rack", "not_exists", True),))),
+    ({}, Constraints(properties=(_p("memory_mb", "exists", True),
+                                 _p("cpu_arch", "not_exists", True)))),
+    ({}, Constraints(any_traits=("CUSTOM_B", "CUSTOM_GPU"))),
+    ({}, Constraints(any_of=(
+        (_p("cpus", "min", 16), _p("cpu_arch", "in", ["X86_64"])),
+        (_p("rack", "exists", True),),
+        (_p("CPUs", "max", 64), _p("memory_mb", "not_in", [1])),
+    ))),
+    ({}, Constraints(properties=(_p("cpus", "min", 1),), any_of=(
+        (_p("fast", "eq", "true"),), (_p("cpu_arch", "eq", "nope"),)))),
+    ({"traits": ("CUSTOM_A",)},
+     Constraints(any_traits=("CUSTOM_GPU",), forbidden_traits=("X",))),
 )
 
 
@@ -131,6 +157,45 @@ class _ConstraintSqlTests(databases.MigratedPerClass):
             _, survivors = model.funnel(request.selection, self.documents())
             case.assertEqual({n["name"] for n in survivors}, found,
                              (fields, wanted))
+
+    def test_best_fit_order_equals_the_pure_order(self) -> None:
+        """The SQL's excess and order are the shared functions' (ties
+        by UUID), with and without minimums."""
+        case: Any = self
+        for wanted in (Constraints(order=Order.BEST_FIT),
+                       Constraints(properties=(_p("cpus", "min", 2),
+                                               _p("memory_mb", "min", 8192)),
+                                   order=Order.BEST_FIT),
+                       Constraints(properties=(_p("CPUs", "min", 0),),
+                                   order=Order.BEST_FIT)):
+            request = selection.Request(_RC, constraints=wanted)
+            filters = selection.active_filters(request)
+            with self.db.read() as session:
+                rows = matching.best_fit_rows(session, request, filters, 10)
+            _, survivors = model.funnel(request.selection, self.documents())
+            terms = model.fit_terms(wanted)
+            expected = [(n["name"], model.excess(terms, n["properties"]))
+                        for n in model.best_fit(wanted, survivors)]
+            got = [(name, excess) for _i, name, _u, excess in rows]
+            case.assertEqual([n for n, _ in expected], [n for n, _ in got],
+                             wanted)
+            for (_n, want), (_m, have) in zip(expected, got, strict=True):
+                case.assertAlmostEqual(want, have, places=9)
+
+    def test_a_group_locks_the_best_fitting_nodes(self) -> None:
+        """The group reservation's locking read (FOR UPDATE SKIP LOCKED,
+        ordered by excess) takes the best-fitting nodes first."""
+        case: Any = self
+        wanted = Constraints(properties=(_p("cpus", "min", 2),),
+                             order=Order.BEST_FIT)
+        request = selection.Request(_RC, constraints=wanted)
+        filters = selection.active_filters(request)
+        with self.db.write() as session:
+            locked = reservation.lock_best_fit_nodes(session, request,
+                                                     filters, 2)
+        _, survivors = model.funnel(request.selection, self.documents())
+        expected = [n["name"] for n in model.best_fit(wanted, survivors)]
+        case.assertEqual(expected[:2], [c.name for c in locked])
 
     def test_reservation_rechecks_constraints(self) -> None:
         """A node picked while it matched, changed before the

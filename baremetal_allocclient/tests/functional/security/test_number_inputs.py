@@ -121,10 +121,55 @@ SITES: tuple[Site, ...] = (
          covers=(("explainAllocation", "/constraints/properties/*/eq"),
                  ("createAllocationGroup",
                   "/constraints/properties/*/eq"))),
+    Site("constraint max", "POST", "/v1/allocations",
+         lambda n: _create(', "constraints": {"properties": '
+                           f'[{{"key": "cpus", "max": {n}}}]}}'),
+         headers=lambda n: {_EXTENSIONS: "constraints"},
+         covers=(("explainAllocation", "/constraints/properties/*/max"),
+                 ("createAllocationGroup",
+                  "/constraints/properties/*/max"),
+                 ("createAllocation", "/constraints/properties/*/max"))),
+    Site("constraint in", "POST", EXPLAIN_PATH,
+         lambda n: _create(', "constraints": {"properties": '
+                           f'[{{"key": "cpus", "in": ["a", {n}]}}]}}'),
+         headers=lambda n: {_EXTENSIONS: "constraints"},
+         covers=(("explainAllocation", "/constraints/properties/*/in/*"),
+                 ("createAllocationGroup",
+                  "/constraints/properties/*/in/*"),
+                 ("createAllocation", "/constraints/properties/*/in/*"))),
+    Site("constraint not_in", "POST", "/v1/allocations",
+         lambda n: _create(', "constraints": {"properties": '
+                           f'[{{"key": "cpus", "not_in": [{n}]}}]}}'),
+         headers=lambda n: {_EXTENSIONS: "constraints"},
+         covers=(("explainAllocation",
+                  "/constraints/properties/*/not_in/*"),
+                 ("createAllocationGroup",
+                  "/constraints/properties/*/not_in/*"),
+                 ("createAllocation",
+                  "/constraints/properties/*/not_in/*"))),
     Site("group count", "POST", GROUPS_PATH,
          lambda n: f'{{"resource_class": "rc-none", "count": {n}}}',
          headers=lambda n: {_EXTENSIONS: "groups"},
          covers=(("createAllocationGroup", "/count"),)),
+    Site("constraint any_of", "POST", EXPLAIN_PATH,
+         lambda n: _create(', "constraints": {"any_of": [[{"key": "c", '
+                           f'"min": {n}}}, {{"key": "c", "max": {n}}}, '
+                           f'{{"key": "c", "in": [{n}]}}, {{"key": "c", '
+                           f'"not_in": [{n}]}}], [{{"key": "c", "eq": {n}}}'
+                           ']]}'),
+         headers=lambda n: {_EXTENSIONS: "constraints"},
+         covers=tuple((op, f"/constraints/any_of/*/*/{field}")
+                      for op in ("explainAllocation", "createAllocation",
+                                 "createAllocationGroup")
+                      for field in ("min", "max", "eq", "in/*",
+                                    "not_in/*"))),
+    Site("group spread", "POST", GROUPS_PATH,
+         lambda n: '{"resource_class": "rc-none", "count": 2, "spread": '
+                   f'{{"over": "shard", "max_per_domain": {n}, '
+                   f'"min_domains": {n}}}}}',
+         headers=lambda n: {_EXTENSIONS: "groups"},
+         covers=(("createAllocationGroup", "/spread/max_per_domain"),
+                 ("createAllocationGroup", "/spread/min_domains"))),
     Site("allocation patch", "PATCH", "/v1/allocations/{allocation}",
          lambda n: _patch("/extra/n", n)),
     Site("node create", "POST", "/v1/nodes",

@@ -117,7 +117,8 @@ class ConstraintsExtensionTests(testtools.TestCase):
             "constraints": {"properties": [_BIG]}})
         self.assertEqual(200, resp.status_code, resp.text)
         self.assertEqual({"resource_class": rc, "candidates": 1,
-                          "first_empty": None}, {
+                          "first_empty": None,
+                          "order": {"order": "first_fit"}}, {
             k: v for k, v in resp.json().items() if k != "funnel"})
         self.assertEqual(
             {"step": "property:cpus>=16", "count": 1},

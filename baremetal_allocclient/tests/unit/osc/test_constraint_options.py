@@ -6,7 +6,7 @@ import argparse
 
 import testtools
 
-from baremetal_allocclient.constraints import Constraints, Op
+from baremetal_allocclient.constraints import Constraints, Op, Order
 from baremetal_allocclient.osc.v1 import explain
 from baremetal_allocclient.osc.v1.constraint_options import (
     add_constraint_options,
@@ -49,6 +49,34 @@ class OptionTests(testtools.TestCase):
         self.assertEqual(("g1", "s1", "o", "l", "n1", True), (
             got.conductor_group, got.shard, got.node_owner,
             got.node_lessee, got.node_name, got.require_node_name))
+
+    def test_new_operators(self) -> None:
+        got = _parse("--any-trait", "CUSTOM_A", "--any-trait", "CUSTOM_B",
+                     "--max-property", "cpus=8", "--property-in",
+                     "rack=r1, r2", "--property-not-in", "rack=r3",
+                     "--property-exists", "gpu", "--property-not-exists",
+                     "broken", "--min-cpus", "2")
+        self.assertEqual(("CUSTOM_A", "CUSTOM_B"), got.any_traits)
+        self.assertEqual(
+            ["cpus<=8", "rack in (r1,r2)", "rack not in (r3)", "gpu exists",
+             "broken not exists", "cpus>=2"],
+            [p.label for p in got.properties])
+        self.assertIsNone(got.order)
+        two = _parse("--any-of", '[{"key": "cpus", "min": 64}]',
+                     "--any-of", '[{"key": "gpu", "exists": true}, '
+                     '{"key": "rack", "in": ["r1"]}]')
+        self.assertEqual([["cpus>=64"], ["gpu exists", "rack in (r1)"]],
+                         [[p.label for p in terms] for terms in two.any_of])
+        for bad in ("[]", "{}", "nope", '[{"key": "cpus", "min": "x"}]',
+                    '[{"key": "cpus"}]'):
+            self.assertRaises((_Exit, SystemExit), _parse, "--any-of", bad)
+        self.assertEqual(Order.BEST_FIT,
+                         _parse("--order", "best_fit").order)
+        for argv in (("--max-property", "cpus=few"), ("--order", "worst"),
+                     ("--property-in", "rack="),
+                     ("--property-in", "rack=a,,b"),
+                     ("--property-exists", " ")):
+            self.assertRaises((_Exit, SystemExit), _parse, *argv)
 
     def test_prefer_is_not_require(self) -> None:
         got = _parse("--prefer-node", "n1")
