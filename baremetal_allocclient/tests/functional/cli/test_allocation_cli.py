@@ -547,7 +547,7 @@ class OpenstackCli(AllocationCliTests):
 
     def test_each_verb_listed_once(self) -> None:
         """``openstack command list`` names each command once, under the
-        group that serves it: our eleven verbs in openstack.extension, and
+        group that serves it: our twelve verbs in openstack.extension, and
         python-ironicclient's registrations of the shared ones not at all,
         in every format."""
         openstack = os.path.join(os.path.dirname(sys.executable),
@@ -561,7 +561,7 @@ class OpenstackCli(AllocationCliTests):
             names = re.findall(r"baremetal allocation [a-z]+|command list",
                                listed.stdout)
             self.assertEqual(len(names), len(set(names)), fmt)
-            self.assertEqual(12, len(names), names)
+            self.assertEqual(13, len(names), names)
         groups = json.loads(preforked.run(
             [openstack, "command", "list", "-f", "json"],
             env=clirunner.clean_env(), timeout=120).stdout)
@@ -569,7 +569,7 @@ class OpenstackCli(AllocationCliTests):
                 if group["Command Group"] == "openstack.extension"
                 for name in group["Commands"]
                 if name.startswith("baremetal allocation ")]
-        self.assertEqual(11, len(ours), ours)
+        self.assertEqual(12, len(ours), ours)
         # python-ironicclient's other commands are still listed.
         baremetal = [group["Commands"] for group in groups
                      if group["Command Group"] == "openstack.baremetal.v1"]
