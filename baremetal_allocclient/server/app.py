@@ -302,9 +302,10 @@ class Application:
                 if self._passthrough is None or exc.status != 404:
                     raise
                 request.environ[ROUTE_KEY] = PASSTHROUGH
-                refused = principal_of(request.environ).refused
-                if refused is not None:  # Ironic may not ask this user
-                    raise Forbidden(refused) from None
+                # A refusal of this server's is given before Ironic is
+                # asked (with HTTP basic, Ironic would let anyone), the
+                # node found in the mirror as the caller may see it.
+                _refuse_once_found(ctx)
                 return self._passthrough(request, version), version
             request.environ[ROUTE_KEY] = route.template
             _refuse_once_found(ctx)
@@ -428,7 +429,8 @@ class Application:
 
 def _refuse_once_found(ctx: Context) -> None:
     """A role refusal the authentication left for a request naming a
-    node: 404 when the caller cannot see that node, else 403."""
+    node: 404 when the caller cannot see that node (in this server's
+    nodes, the broker's mirror of Ironic's included), else 403."""
     refused = principal_of(ctx.request.environ).refused
     if refused is None:
         return

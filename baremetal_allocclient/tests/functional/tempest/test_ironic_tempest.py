@@ -117,9 +117,9 @@ class IronicTempestTests(testtools.TestCase):
         self.assertEqual(expected, len(found), sorted(found))
         self.assertEqual([], [t for t in found if not t.startswith(prefix)])
 
-    def test_allocations_and_owner_lessee_sqlite(self) -> None:
-        """One tempest run (its start and credentials cost more than
-        the owner/lessee tests themselves)."""
+    def _allocations_and_owner_lessee(self) -> None:
+        """The allocation and owner/lessee tests in one tempest run
+        against the catalog's endpoint: every one passes."""
         found = self.tempest([f"^{re.escape(ALLOCATIONS)}",
                               *_exactly(OWNER_LESSEE)])
         self.assertAllPass(
@@ -128,6 +128,11 @@ class IronicTempestTests(testtools.TestCase):
         self.assertAllPass(
             {t: s for t, s in found.items() if not t.startswith(ALLOCATIONS)},
             len(OWNER_LESSEE), _NODES)
+
+    def test_allocations_and_owner_lessee_sqlite(self) -> None:
+        """One tempest run (its start and credentials cost more than
+        the owner/lessee tests themselves)."""
+        self._allocations_and_owner_lessee()
 
     def _owner_lessee(self, kind: str) -> None:
         scratch = databases.scratch(self.addCleanup, kind)
@@ -140,8 +145,9 @@ class IronicTempestTests(testtools.TestCase):
         self.assertAllPass(found, len(OWNER_LESSEE), _NODES)
 
     def test_allocations_through_the_broker(self) -> None:
-        """The allocation tests through the server in front of a real
-        Ironic behind the same Keystone (``--backend ironic``): the
+        """The allocation and owner/lessee tests through the server in
+        front of a real Ironic behind the same Keystone (``--backend
+        ironic``): the
         server is the catalog's endpoint; it claims in Ironic with its
         own system-scoped account and passes the rest (nodes, chassis)
         on with tempest's tokens."""
@@ -153,8 +159,7 @@ class IronicTempestTests(testtools.TestCase):
         self.cloud.point_endpoint(broker.endpoint)
         self.addCleanup(self.cloud.point_endpoint,
                         self.cloud.server.endpoint)
-        found = self.tempest([f"^{re.escape(ALLOCATIONS)}"])
-        self.assertAllPass(found, ALLOCATION_TESTS, ALLOCATIONS)
+        self._allocations_and_owner_lessee()
 
     def test_owner_lessee_postgresql(self) -> None:
         self._owner_lessee("postgresql")
