@@ -303,6 +303,27 @@ class Constraints:
 #: No constraint at all (what most allocations have).
 NO_CONSTRAINTS = Constraints()
 
+#: What the extension's version 1 understood from the start; a server
+#: that understands more lists it all in ``GET /v1`` (``features``).
+BASE_FEATURES = frozenset({"min", "eq", "forbidden_traits"})
+#: Everything this model can ask for.
+FEATURES = BASE_FEATURES | {op.value for op in Op} | {
+    "any_traits", "any_of", "order"}
+
+
+def features_used(wanted: Constraints) -> frozenset[str]:
+    """The features of :data:`FEATURES` that ``wanted`` asks a server to
+    understand (pure)."""
+    terms = [*wanted.properties,
+             *(term for terms in wanted.any_of for term in terms)]
+    used = {term.op.value for term in terms}
+    for name in ("forbidden_traits", "any_traits", "any_of"):
+        if getattr(wanted, name):
+            used.add(name)
+    if wanted.order is not None:
+        used.add("order")
+    return frozenset(used)
+
 
 def from_wire(body: Mapping[str, Any]) -> Constraints:
     """Parse the extension's document (already schema-checked on the

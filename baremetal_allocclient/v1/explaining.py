@@ -25,7 +25,7 @@ def explain(session: Session, request: AllocationRequest) -> dict[str, Any]:
         raise exceptions.InvalidArgument("explain needs a resource_class")
     selection = request.selection()
     transport = session._transport
-    if selecting.server_evaluates(session):
+    if selecting.server_evaluates(session, selection.constraints):
         response = transport.request(
             "POST", EXPLAIN_PATH, feature=versions.ALLOCATIONS,
             json=request.selection_body())

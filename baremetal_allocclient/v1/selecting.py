@@ -67,11 +67,23 @@ def extension_advertised(doc: Any) -> bool:
     return isinstance(entry, Mapping) and entry.get("version") == 1
 
 
-def server_evaluates(session: Session) -> bool:
+def server_evaluates(session: Session,
+                     wanted: constraints.Constraints | None = None) -> bool:
     """Whether the server evaluates constraints (it advertises the
-    extension), or this client's funnel must: the one decision, for a
-    create (:func:`constrain`) and an explain."""
-    return extension_advertised(session._v1_document())
+    extension and, for ``wanted``, every feature they use), or this
+    client's funnel must: the one decision, for a create
+    (:func:`constrain`) and an explain.  A server that lists no features
+    understands :data:`constraints.BASE_FEATURES` only."""
+    doc = session._v1_document()
+    if not extension_advertised(doc):
+        return False
+    if wanted is None:
+        return True
+    entry = doc["extensions"][constraints.EXTENSION]
+    listed = entry.get("features")
+    understood = (frozenset(str(f) for f in listed)
+                  if isinstance(listed, list) else constraints.BASE_FEATURES)
+    return constraints.features_used(wanted) <= understood
 
 
 def list_filters(selection: constraints.Selection, narrow: bool
@@ -203,7 +215,7 @@ def constrain(session: Session, request: AllocationRequest
     if request.node is not None:
         raise exceptions.InvalidArgument(
             "constraints do not apply to a backfill (node)")
-    if server_evaluates(session):
+    if server_evaluates(session, request.constraints):
         return request, [constraints.EXTENSION]
     plan = prefilter(session._transport, request.selection())
     # With require_node_name the plan holds that one node only.

@@ -123,6 +123,8 @@ def advertisement(base_url: str, services: AllocationServices | None = None,
             # A request opted into this extension reads last_error with
             # the selection funnel; any other reads Ironic's text.
             "funnel_in_last_error": True,
+            # What it understands beyond version 1's first operators.
+            "features": sorted(constraints.FEATURES),
         },
         "capacity": {"href": f"{base_url}{capacity.PATH}"},
     }

@@ -124,6 +124,31 @@ class ExtensionTests(ClientTestCase):
                 "properties": [{"key": "cpus", "min": 8}]}},
             _without_uuid(post))
 
+    def test_what_the_server_does_not_list_is_chosen_here(self) -> None:
+        """A version-1 server listing no ``features`` understands min, eq
+        and forbidden traits only: a ``max`` is applied here, over the
+        node list, and the create carries the survivors; a server that
+        lists ``max`` gets the constraints themselves."""
+        self.mock.get(NODES, json={"nodes": [_node("a", 4, []),
+                                             _node("b", 16, [])]},
+                      headers=self.headers())
+        self.mock.post(ALLOCS, status_code=201, headers=self.headers(),
+                       json=fakes.allocation(uuid="u1"))
+        small = Constraints(properties=(property_constraint("cpus", Op.MAX,
+                                                            8),))
+        self.client.create_allocation("rc", constraints=small)
+        self.assertEqual({"resource_class": "rc", "candidate_nodes": ["a"]},
+                         _without_uuid(self.mock.last_request))
+        self.mock.get(E + "/v1", headers=self.headers(), json={
+            "id": "v1", "extensions": {"constraints": {
+                "version": 1, "features": ["eq", "max", "min"]}}})
+        client = self.make_client()
+        client.create_allocation("rc", constraints=small)
+        self.assertEqual(
+            {"resource_class": "rc", "constraints": {
+                "properties": [{"key": "cpus", "max": 8}]}},
+            _without_uuid(self.mock.last_request))
+
     def test_explain_is_one_request(self) -> None:
         self.mock.post(E + "/v1/allocation_explain", headers=self.headers(),
                        json={"funnel": [{"step": "resource_class",
