@@ -30,6 +30,9 @@ from baremetal_allocclient import constraints
 #: The domains a group may spread over, besides ``property:KEY``.
 FIELDS = ("conductor_group", "shard")
 PROPERTY_PREFIX = "property:"
+#: What a group may spread over, as ``GET /v1`` lists it in the groups
+#: extension's ``spread`` (``property:`` standing for any property key).
+ADVERTISED = (*FIELDS, PROPERTY_PREFIX)
 #: Largest ``max_per_domain`` / ``min_domains`` (a group's largest size).
 MAX_COUNT = 1000
 

@@ -44,3 +44,14 @@ def groups_advertised(doc: Any) -> bool:
     # the SDK still reads it.
     return isinstance(entry, Mapping) and entry.get("version") in (
         1, groups.VERSION)
+
+
+def spread_advertised(doc: Any) -> bool:
+    """Whether a ``GET /v1`` document's groups extension spreads a group
+    over failure domains itself (pure)."""
+    if not groups_advertised(doc):
+        return False
+    from baremetal_allocclient import groups
+
+    entry = doc["extensions"][groups.EXTENSION]
+    return isinstance(entry.get("spread"), list)

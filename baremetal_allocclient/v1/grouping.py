@@ -137,8 +137,12 @@ class GroupRun:
     def make(self) -> list[Allocation]:
         """All members ``active``; raises on the first failure (the
         caller releases)."""
-        if self.client.supports_groups():
+        if self.client.supports_groups() and (
+                self.spread is None or extensions.spread_advertised(
+                    self.client._v1_document())):
             return self._native()
+        # Real Ironic, or a server that does not spread: members one by
+        # one, nodes chosen here for a spread (best effort).
         return self._client_side()
 
     def _native(self) -> list[Allocation]:

@@ -23,6 +23,7 @@ from typing import Any
 
 from baremetal_allocclient import constraints, extension_names, leases
 from baremetal_allocclient import groups as group_model
+from baremetal_allocclient import spread as spread_model
 from baremetal_allocclient.server.allocation.handlers import capacity
 from baremetal_allocclient.server.allocation.handlers.services import (
     AllocationServices,
@@ -134,6 +135,9 @@ def advertisement(base_url: str, services: AllocationServices | None = None,
             "header": constraints.EXTENSION_HEADER,
             "href": f"{base_url}{group_model.PATH}",
             "field": group_model.FIELD,
+            # Failure domains a group may spread over, decided in its
+            # one transaction.
+            "spread": list(spread_model.ADVERTISED),
         }
     feed = None if services is None else services.watch
     if feed is not None:

@@ -22,6 +22,19 @@ class GroupingTest(testtools.TestCase):
                       {"extensions": []}):
             self.assertFalse(grouping.extension_advertised(other))
 
+    def test_spread_advertisement(self) -> None:
+        """A server whose groups entry lists ``spread`` spreads a group
+        itself; an older one (no list) leaves it to the client."""
+        from baremetal_allocclient.v1 import extensions
+
+        spreads = {"extensions": {"groups": {
+            "version": 2, "spread": ["conductor_group", "property:"]}}}
+        self.assertTrue(extensions.spread_advertised(spreads))
+        for other in ({"extensions": {"groups": {"version": 2}}},
+                      {"extensions": {"groups": {"version": 3,
+                                                 "spread": []}}}, None):
+            self.assertFalse(extensions.spread_advertised(other))
+
     def test_wire_body(self) -> None:
         request = Request(resource_class="rc", traits=("CUSTOM_A",),
                           name="g", constraints=Constraints(shard="s"))
