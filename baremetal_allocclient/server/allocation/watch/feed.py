@@ -25,7 +25,11 @@ from baremetal_allocclient.server.allocation.watch.hub import (
     Watcher,
     chunk,
 )
-from baremetal_allocclient.server.db.engine import Database, is_unavailable
+from baremetal_allocclient.server.db.engine import (
+    Database,
+    is_lost_race,
+    is_unavailable,
+)
 
 LOG = logging.getLogger(__name__)
 #: Sequencing rounds at most per poll (a burst is not sequenced forever
@@ -95,10 +99,13 @@ class Feed:
             try:
                 self.round(time.monotonic())
             except Exception as exc:
-                if not is_unavailable(exc):
-                    LOG.exception("Watch feed round failed")
-                else:
+                if is_unavailable(exc):
                     LOG.warning("Watch feed: database unavailable")
+                elif is_lost_race(exc):  # rolled back; the next round
+                    LOG.warning("Watch feed: a concurrent transaction "
+                                "won (%s); trying again", type(exc).__name__)
+                else:
+                    LOG.exception("Watch feed round failed")
 
     def round(self, now: float) -> None:
         """Sequence, catch the joining watchers up, publish."""

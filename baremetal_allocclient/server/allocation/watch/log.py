@@ -67,10 +67,15 @@ def sequence(db: Database, batch: int = BATCH) -> int:
     how many got one."""
     with db.write() as session:
         # The lock first: the reads below see what committed before it.
-        session.execute(update(AllocationChangeCursor).where(_CURSOR_ROW)
-                        .values(last_seq=AllocationChangeCursor.last_seq))
-        last = int(session.execute(select(AllocationChangeCursor.last_seq)
-                                   .where(_CURSOR_ROW)).scalar_one())
+        # Skipped when another process holds it: that one is numbering
+        # these very rows (waiting for it timed out under a burst on
+        # MariaDB, 4 processes).  SQLite's write transaction is the lock.
+        found = session.execute(
+            select(AllocationChangeCursor.last_seq).where(_CURSOR_ROW)
+            .with_for_update(skip_locked=True)).scalar_one_or_none()
+        if found is None:
+            return 0
+        last = int(found)
         ids = session.execute(
             select(AllocationChange.id).where(AllocationChange.seq.is_(None))
             .order_by(AllocationChange.id).limit(batch)).scalars().all()
