@@ -26,6 +26,8 @@ from cliff import app as cliff_app
 from cliff import command as cliff_command
 from cliff import commandmanager
 
+from baremetal_allocclient.osc.v1 import parsing
+
 if TYPE_CHECKING:
     from baremetal_allocclient.v1 import Client
     from baremetal_allocclient.v1.clouds import ResolvedCloud
@@ -268,7 +270,7 @@ def add_connection_options(
     )
     group.add_argument(
         "--timeout",
-        type=float,
+        type=parsing.positive_seconds,
         metavar="<seconds>",
         default=None,
         help="Timeout of each HTTP request in seconds.",

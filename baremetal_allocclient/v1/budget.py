@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import math
+import threading
 import time
 from collections.abc import Callable, Iterator
 
@@ -55,6 +56,10 @@ class Deadline:
             raise exceptions.InvalidArgument(
                 f"timeout must not be negative, got {seconds!r}"
             )
+        if seconds is not None and seconds >= threading.TIMEOUT_MAX:
+            # Longer than any wait can be told (about 292 years, infinity
+            # included): no limit, not an OverflowError in a wait.
+            seconds = None
         self.seconds = seconds
         self.clock = clock
         self.start = clock()

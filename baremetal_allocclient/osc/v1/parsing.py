@@ -113,6 +113,16 @@ def wait_timeout(text: str) -> float:
     return value
 
 
+def positive_seconds(text: str) -> float:
+    """Seconds more than 0 (``wait_timeout``'s syntax): a poll interval
+    (0 would ask without pause), a request's timeout."""
+    value = wait_timeout(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
 def lease_duration(text: str) -> datetime.timedelta:
     """``--lease``: ``90s``, ``30m``, ``2h``, ``1d``, ``1h30m``..."""
     try:

@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from baremetal_allocclient.osc.v1 import base
+from baremetal_allocclient.osc.v1 import base, parsing
 from baremetal_allocclient.v1 import Allocation, Client
 
 FORMATS = ("line", "json")
@@ -72,18 +72,19 @@ class WatchAllocations(base.AllocationCommand):
         parser.add_argument("--allocation", metavar="<uuid>",
                             help="Only this allocation (its UUID).")
         parser.add_argument(
-            "--since", type=int, metavar="<cursor>",
+            "--since", type=parsing.non_negative_int, metavar="<cursor>",
             help="Start after this cursor (a change's, printed first on "
                  "each line); default: now.")
         parser.add_argument(
             "--until-state", choices=("active", "error", "allocating"),
             help="Stop at the first change into this state.")
         parser.add_argument(
-            "--timeout", type=float, metavar="<seconds>",
-            help="Stop after this many seconds (exit 1 if --until-state "
-                 "was not reached).")
+            "--timeout", type=parsing.wait_timeout, metavar="<seconds>",
+            help="Stop after this many seconds (60, 2.5, 5m, 1h30m...; 0: "
+                 "no limit, as without it; exit 1 if --until-state was "
+                 "not reached).")
         parser.add_argument(
-            "--poll-interval", type=float, default=2.0,
+            "--poll-interval", type=parsing.positive_seconds, default=2.0,
             metavar="<seconds>",
             help="Seconds between lists when the server has no change "
                  "stream (real Ironic).")
@@ -94,6 +95,8 @@ class WatchAllocations(base.AllocationCommand):
 
     def take_action(self, parsed_args: argparse.Namespace) -> int:
         client = base.client(self)
+        if parsed_args.timeout == 0:  # no limit, as for --wait
+            parsed_args.timeout = None
         filters = {key: getattr(parsed_args, key) for key in (
             "resource_class", "state", "owner", "node", "name", "group")}
         if client.supports_watch():

@@ -98,6 +98,12 @@ class HostileCliTests(testtools.TestCase):
             ["list", "--sort", "name:sideways"],
             ["create", "--bogus-option"],
             ["no-such-command"],
+            ["--timeout", "nan", "list"],
+            ["--timeout", "-1", "list"],
+            ["--timeout", "1e400", "list"],
+            ["watch", "--poll-interval", "0"],
+            ["watch", "--since", "-5"],
+            ["watch", "--since", "9" * 5000],
         ):
             self._expect(USAGE, args)
         returned, _out = self._run("baremetal-alloc", ["create"])

@@ -42,6 +42,15 @@ class TestArgumentTypes(testtools.TestCase):
                 argparse.ArgumentTypeError, parsing.wait_timeout, bad
             )
 
+    def test_positive_seconds(self) -> None:
+        """``--poll-interval`` and the request ``--timeout``: more than
+        0, finite (NaN, -1 and 1e400 reached the HTTP library before)."""
+        self.assertEqual(2.5, parsing.positive_seconds("2.5"))
+        self.assertEqual(300.0, parsing.positive_seconds("5m"))
+        for bad in ("0", "-1", "nan", "1e400", "inf", "x"):
+            self.assertRaises(argparse.ArgumentTypeError,
+                              parsing.positive_seconds, bad)
+
     def test_one_duration_syntax_for_wait_and_lease(self) -> None:
         """--wait takes --lease's durations; --lease takes bare seconds."""
         for text, seconds in (("5s", 5), ("2m", 120), ("1h30m", 5400),

@@ -66,6 +66,15 @@ class DeadlineTest(testtools.TestCase):
     def test_negative_budget_is_refused(self) -> None:
         self.assertRaises(exceptions.InvalidArgument, budget.Deadline, -1.0)
 
+    def test_a_budget_no_wait_can_hold_is_no_limit(self) -> None:
+        """``allocate(timeout=1e300)`` raised an OverflowError from a
+        thread's wait; beyond what a wait can be told it is no limit."""
+        for seconds in (1e300, float("inf")):
+            deadline = budget.Deadline(seconds, clock=self.clock)
+            self.assertIsNone(deadline.remaining())
+            self.assertFalse(deadline.expired())
+        self.assertEqual(9e9, budget.Deadline(9e9).seconds)
+
 
 class TransportBudgetTest(ClientTestCase):
 
