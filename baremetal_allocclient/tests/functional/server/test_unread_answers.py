@@ -58,14 +58,16 @@ def _rss(pid: int) -> int:
 
 
 def _server_side(port: int, clients: Collection[int] | None = None
-                 ) -> list[tuple[str, int]]:
+                 ) -> dict[int, tuple[str, int]]:
     """(TCP state, bytes queued to send) of each connection on the
-    server's side of ``port`` (``/proc/net/tcp``; closed ones the kernel
-    is still sending on included); with ``clients``, only those from
-    these local ports of the test's own sockets (a socket of another
-    test process may use the same port number on its side: full runs
-    saw 22 such rows, and the test failed by counting them)."""
-    rows = []
+    server's side of ``port``, by the client's port (``/proc/net/tcp``;
+    closed ones the kernel is still sending on included); with
+    ``clients``, only those from these local ports of the test's own
+    sockets (a socket of another test process may use the same port
+    number on its side: full runs saw 22 such rows).  Keyed by the
+    client's port: the table is not read atomically, and a connection
+    moving in it meanwhile was once counted twice."""
+    rows: dict[int, tuple[str, int]] = {}
     with open("/proc/net/tcp") as table:
         next(table)
         for line in table:
@@ -73,16 +75,17 @@ def _server_side(port: int, clients: Collection[int] | None = None
             if int(fields[1].split(":")[1], 16) != port or \
                     fields[3] == "0A":  # the listening socket
                 continue
-            if clients is None or \
-                    int(fields[2].split(":")[1], 16) in clients:
-                rows.append((fields[3], int(fields[4].split(":")[0], 16)))
+            client = int(fields[2].split(":")[1], 16)
+            if clients is None or client in clients:
+                rows[client] = (fields[3], int(fields[4].split(":")[0], 16))
     return rows
 
 
 def _held(port: int, clients: Collection[int] | None = None) -> int:
     """Connections the server has not closed on ``port`` (from
     ``clients``' ports, when given)."""
-    return sum(state in _OPEN for state, _ in _server_side(port, clients))
+    return sum(state in _OPEN
+               for state, _ in _server_side(port, clients).values())
 
 
 def _answered(sock: socket.socket) -> bool:
@@ -206,7 +209,7 @@ class UnreadAnswerTests(testtools.TestCase):
         # Nor does the kernel keep their answers (closed with a reset).
         self.assertEqual(0, sum(queued for _state, queued
                                 in _server_side(self.server.port,
-                                                watched.clients)))
+                                                watched.clients).values()))
         begun = watched.answered.values()
         for before, after, still_open in watched.held:
             closed = count - still_open
